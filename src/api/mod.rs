@@ -1,0 +1,194 @@
+//! tonic service implementations: validate the request into an `Event` at the edge, evaluate
+//! it on the current policy snapshot, and answer with the Decision.
+
+pub mod convert;
+pub mod shed;
+pub mod status;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::engine::{CallMeta, evaluate};
+use crate::policy::store::PolicyStore;
+use crate::proto;
+use crate::proto::guard_service_server::GuardService;
+use crate::stream::StreamGuard;
+use status::ApiError;
+
+#[derive(Clone)]
+pub struct Guard {
+    store: Arc<PolicyStore>,
+}
+
+impl Guard {
+    pub fn new(store: Arc<PolicyStore>) -> Guard {
+        Guard { store }
+    }
+}
+
+/// The caller's W3C trace id from `traceparent` (`00-<trace id>-<span id>-<flags>`), if
+/// well formed.
+pub fn trace_id(md: &tonic::metadata::MetadataMap) -> String {
+    let Some(tp) = md.get("traceparent").and_then(|v| v.to_str().ok()) else {
+        return String::new();
+    };
+    let parts: Vec<&str> = tp.trim().split('-').collect();
+    match parts.as_slice() {
+        [_, trace, span, _]
+            if trace.len() == 32
+                && span.len() == 16
+                && trace.bytes().all(|b| b.is_ascii_hexdigit())
+                && trace.bytes().any(|b| b != b'0') =>
+        {
+            trace.to_ascii_lowercase()
+        }
+        _ => String::new(),
+    }
+}
+
+type ChunkStream =
+    Pin<Box<dyn Stream<Item = Result<proto::StreamLlmChunksResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl GuardService for Guard {
+    async fn tool_call_start(
+        &self,
+        req: Request<proto::ToolCallStartRequest>,
+    ) -> Result<Response<proto::ToolCallStartResponse>, Status> {
+        let policy = self.store.load();
+        let meta = CallMeta {
+            trace_id: trace_id(req.metadata()),
+        };
+        let msg = req.into_inner();
+        convert::check_size(&msg, policy.max_message_bytes)?;
+        let event = convert::tool_call_start(msg)?;
+        let d = evaluate(&event, &policy, &meta);
+        Ok(Response::new(proto::ToolCallStartResponse {
+            decision: Some(convert::decision(d)),
+        }))
+    }
+
+    async fn tool_call_result(
+        &self,
+        req: Request<proto::ToolCallResultRequest>,
+    ) -> Result<Response<proto::ToolCallResultResponse>, Status> {
+        let policy = self.store.load();
+        let meta = CallMeta {
+            trace_id: trace_id(req.metadata()),
+        };
+        let msg = req.into_inner();
+        convert::check_size(&msg, policy.max_message_bytes)?;
+        let event = convert::tool_call_result(msg)?;
+        let d = evaluate(&event, &policy, &meta);
+        Ok(Response::new(proto::ToolCallResultResponse {
+            decision: Some(convert::decision(d)),
+        }))
+    }
+
+    async fn llm_before(
+        &self,
+        req: Request<proto::LlmBeforeRequest>,
+    ) -> Result<Response<proto::LlmBeforeResponse>, Status> {
+        let policy = self.store.load();
+        let meta = CallMeta {
+            trace_id: trace_id(req.metadata()),
+        };
+        let msg = req.into_inner();
+        convert::check_size(&msg, policy.max_message_bytes)?;
+        let event = convert::llm_before(msg)?;
+        let d = evaluate(&event, &policy, &meta);
+        Ok(Response::new(proto::LlmBeforeResponse {
+            decision: Some(convert::decision(d)),
+        }))
+    }
+
+    type StreamLlmChunksStream = ChunkStream;
+
+    async fn stream_llm_chunks(
+        &self,
+        req: Request<Streaming<proto::StreamLlmChunksRequest>>,
+    ) -> Result<Response<Self::StreamLlmChunksStream>, Status> {
+        // One policy version for the whole stream, like any other call.
+        let policy = self.store.load();
+        let meta = CallMeta {
+            trace_id: trace_id(req.metadata()),
+        };
+        let mut inbound = req.into_inner();
+        let out = async_stream(move |tx| async move {
+            let mut guard: Option<StreamGuard> = None;
+            loop {
+                let msg = match inbound.next().await {
+                    None => break,
+                    Some(Ok(m)) => m,
+                    Some(Err(s)) => {
+                        let err = if s.code() == tonic::Code::OutOfRange {
+                            Status::from(ApiError::TooLarge {
+                                size: 0,
+                                limit: policy.max_message_bytes,
+                            })
+                        } else {
+                            s
+                        };
+                        let _ = tx.send(Err(err)).await;
+                        return;
+                    }
+                };
+                if convert::stream_message_size(&msg) > policy.max_message_bytes {
+                    let _ = tx
+                        .send(Err(Status::from(ApiError::TooLarge {
+                            size: convert::stream_message_size(&msg),
+                            limit: policy.max_message_bytes,
+                        })))
+                        .await;
+                    return;
+                }
+                let g = guard
+                    .get_or_insert_with(|| StreamGuard::new(convert::context(msg.context.clone())));
+                let step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
+                let resp = proto::StreamLlmChunksResponse {
+                    decision: Some(convert::decision(step.decision)),
+                    released_text: step.released_text,
+                    held_bytes: step.held_bytes as u32,
+                };
+                if tx.send(Ok(resp)).await.is_err() {
+                    return;
+                }
+                if g.is_stopped() || msg.r#final {
+                    return;
+                }
+            }
+            // The client closed its side without `final`: release what is held so no text is
+            // silently dropped.
+            if let Some(g) = guard.as_mut()
+                && !g.is_stopped()
+            {
+                let step = g.push("", true, &policy, &meta);
+                let _ = tx
+                    .send(Ok(proto::StreamLlmChunksResponse {
+                        decision: Some(convert::decision(step.decision)),
+                        released_text: step.released_text,
+                        held_bytes: 0,
+                    }))
+                    .await;
+            }
+        });
+        Ok(Response::new(Box::pin(out)))
+    }
+}
+
+/// Runs `f` as a task feeding a bounded channel, and returns the receiving side as a stream.
+/// The bound gives backpressure: a slow reader slows the guard, it does not grow a queue.
+fn async_stream<F, Fut>(
+    f: F,
+) -> impl Stream<Item = Result<proto::StreamLlmChunksResponse, Status>> + Send
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<proto::StreamLlmChunksResponse, Status>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(f(tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}

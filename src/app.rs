@@ -1,0 +1,302 @@
+//! Builds the server stack and runs the commands; the only module that knows everyone.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::Server;
+
+use crate::api::Guard;
+use crate::api::shed::ShedLayer;
+use crate::cli::{Cli, Command};
+use crate::engine::{CallMeta, evaluate};
+use crate::policy::reload::Reloader;
+use crate::policy::store::PolicyStore;
+use crate::policy::{Policy, compile_file, default_policy};
+use crate::proto::guard_service_server::GuardServiceServer;
+use crate::rules::CatalogMatcher;
+use crate::rules::catalog::CATALOG;
+use crate::scenario;
+
+/// Bad configuration or input: the process exits 64 (EX_USAGE-style) rather than 1.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub enum Exit {
+    Ok,
+    Failed,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Serve {
+            policy,
+            env,
+            listen,
+            max_in_flight,
+            log_format,
+        } => {
+            init_logging(&log_format);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            rt.block_on(async move {
+                let opts = ServeOptions {
+                    listen,
+                    policy,
+                    env,
+                    max_in_flight,
+                };
+                let server = start(opts).await?;
+                tracing::info!(addr = %server.addr, "toolgate listening");
+                shutdown_signal().await;
+                tracing::info!("shutting down: draining calls in flight");
+                server.stop().await
+            })?;
+            Ok(Exit::Ok)
+        }
+        Command::Check { policy, env, event } => {
+            let policy = load_policy(policy.as_ref(), env.as_deref())?;
+            let text = if event == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("cannot read the event from stdin")?;
+                s
+            } else {
+                std::fs::read_to_string(&event)
+                    .map_err(|e| UsageError(format!("{event}: cannot read: {e}")))?
+            };
+            let spec: scenario::EventSpec = serde_json::from_str(&text)
+                .map_err(|e| UsageError(format!("{event}: invalid event JSON: {e}")))?;
+            let ev = spec
+                .into_event()
+                .map_err(|e| UsageError(format!("{event}: {e}")))?;
+            let d = evaluate(&ev, &policy, &CallMeta::default());
+            let mut out = serde_json::to_string_pretty(&d)?;
+            out.push('\n');
+            write_stdout(&out)?;
+            Ok(Exit::Ok)
+        }
+        Command::Validate { file, env } => {
+            let p = compile_file(&file, env.as_deref()).map_err(|e| UsageError(e.to_string()))?;
+            for w in &p.warnings {
+                eprintln!("{}: warning: {w}", file.display());
+            }
+            println!(
+                "{}: ok: pack `{}` version {} ({} fast rules, hash {})",
+                file.display(),
+                p.name,
+                p.version,
+                p.rules.rules.len(),
+                p.hash
+            );
+            Ok(Exit::Ok)
+        }
+        Command::Test { policy, env, dir } => {
+            let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
+            // Replays judge rules, not machine speed: without this a slow or loaded machine
+            // would turn a STOP into a fail-open ALLOW and the suite would flap.
+            policy.sync.timeout = std::time::Duration::from_secs(60);
+            let files = scenario::scenario_files(&dir)
+                .map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+            if files.is_empty() {
+                return Err(
+                    UsageError(format!("{}: no scenario files (*.yaml)", dir.display())).into(),
+                );
+            }
+            let report = scenario::run(&files, &policy);
+            for f in &report.failures {
+                println!("FAIL {f}");
+            }
+            println!("{} passed, {} failed", report.passed, report.failed);
+            Ok(if report.failed == 0 {
+                Exit::Ok
+            } else {
+                Exit::Failed
+            })
+        }
+        Command::Rules => {
+            for r in CATALOG {
+                let events: Vec<&str> = r.events.iter().map(|e| e.as_str()).collect();
+                let kinds = match r.matcher {
+                    CatalogMatcher::Patterns(p) => {
+                        let mut k: Vec<&str> = p.iter().map(|p| p.kind).collect();
+                        k.dedup();
+                        k.join(",")
+                    }
+                    CatalogMatcher::ToolAccess => "tool allow/deny".into(),
+                    CatalogMatcher::PlanLimit => "plan size".into(),
+                };
+                println!(
+                    "{:<28} {:<7} {:<9} {:<50} {}",
+                    r.id,
+                    r.action.as_str(),
+                    r.level.as_str(),
+                    events.join(","),
+                    kinds
+                );
+            }
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`toolgate check … | head`) is not an error.
+fn write_stdout(s: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(s.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
+fn load_policy(path: Option<&PathBuf>, env: Option<&str>) -> Result<Policy, UsageError> {
+    let p = match path {
+        Some(p) => compile_file(p, env),
+        None => default_policy(env),
+    };
+    p.map_err(|e| UsageError(e.to_string()))
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if format == "text" {
+        let _ = builder.try_init();
+    } else {
+        let _ = builder.json().try_init();
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        match term {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    pub policy: Option<PathBuf>,
+    pub env: Option<String>,
+    pub max_in_flight: usize,
+}
+
+/// A running server: its bound address, its policy store, and the handle to stop it.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub store: Arc<PolicyStore>,
+    shutdown: watch::Sender<bool>,
+    server: JoinHandle<Result<(), tonic::transport::Error>>,
+    reloader: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting, drains calls in flight, and waits for the tasks to end.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.shutdown.send(true);
+        if let Some(r) = self.reloader {
+            let _ = r.await;
+        }
+        self.server.await.context("server task failed")??;
+        Ok(())
+    }
+}
+
+/// Binds and starts the server. A bad policy at start-up is a `UsageError`.
+pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
+    let policy = load_policy(opts.policy.as_ref(), opts.env.as_deref())?;
+    for w in &policy.warnings {
+        tracing::warn!(warning = %w, "policy warning");
+    }
+    tracing::info!(
+        pack = %policy.name,
+        version = %policy.version_tag(),
+        source = %policy.source,
+        rules = policy.rules.rules.len(),
+        "policy loaded"
+    );
+    let max_message = policy.max_message_bytes;
+    let store = Arc::new(PolicyStore::new(policy));
+    let (shutdown, shutdown_rx) = watch::channel(false);
+
+    let reloader = opts.policy.clone().map(|path| {
+        let r = Reloader {
+            path,
+            env: opts.env.clone(),
+            store: store.clone(),
+        };
+        tokio::spawn(r.run(shutdown_rx.clone()))
+    });
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<GuardServiceServer<Guard>>().await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("cannot build gRPC reflection (v1)")?;
+    // grpcurl and Python's reflection client still speak v1alpha.
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .context("cannot build gRPC reflection (v1alpha)")?;
+
+    let guard = GuardServiceServer::new(Guard::new(store.clone()))
+        // Memory stays bounded: tonic checks the length prefix before reading a body.
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(usize::MAX);
+
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let mut stop_rx = shutdown_rx.clone();
+    let server = Server::builder()
+        // Shed before anything else: past the limit a call fails fast with UNAVAILABLE
+        // instead of waiting in an unbounded queue.
+        .layer(ShedLayer::new(opts.max_in_flight.max(1)))
+        .add_service(guard)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+            let _ = stop_rx.wait_for(|s| *s).await;
+        });
+    let server = tokio::spawn(server);
+    Ok(Running {
+        addr,
+        store,
+        shutdown,
+        server,
+        reloader,
+    })
+}

@@ -1,0 +1,62 @@
+//! Command line: `serve`, `check`, `validate`, `test`, `rules`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Guards AI agents' tool traffic: one decision per event, in microseconds"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gRPC server (GuardService, health, reflection).
+    Serve {
+        /// Policy pack file; the embedded default pack when absent. Reloaded on change and on SIGHUP.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Environment overlay from the pack's `environments:` section.
+        #[arg(long)]
+        env: Option<String>,
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        listen: SocketAddr,
+        /// Calls admitted at once; more are shed with UNAVAILABLE.
+        #[arg(long, default_value_t = 1024)]
+        max_in_flight: usize,
+        /// Log format on stderr: `json` or `text`.
+        #[arg(long, default_value = "json")]
+        log_format: String,
+    },
+    /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON.
+    Check {
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        #[arg(long)]
+        env: Option<String>,
+        event: String,
+    },
+    /// Check a policy pack; exits non-zero with file:line messages when it is invalid.
+    Validate {
+        file: PathBuf,
+        #[arg(long)]
+        env: Option<String>,
+    },
+    /// Replay regression scenarios (YAML files under DIR) and print `N passed, N failed`.
+    Test {
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        #[arg(long)]
+        env: Option<String>,
+        dir: PathBuf,
+    },
+    /// List the built-in rule catalog.
+    Rules,
+}

@@ -1,0 +1,344 @@
+//! `evaluate(event, policy) -> Decision`: the one place the pipeline is written, top to
+//! bottom: fields → fast rules in the time box → tier → approval → merge → shape the answer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+use crate::decision::{
+    Action, Decision, Effects, PauseSpec, RedactionSpan, RetrySpec, RiskLevel, RuleHit, Status,
+    StopSpec, apply_spans, merge_actions, merge_spans, normalize_hits,
+};
+use crate::event::{Event, EventKind, Field, FieldKind, Message, replace_leaf};
+use crate::policy::{Mode, Policy};
+use crate::risk;
+use crate::rules::fast::{CompiledRule, ScanOutcome};
+
+pub const SYNC_TIMEOUT_RULE: &str = "sync_timeout";
+pub const APPROVAL_RULE: &str = "approval-required";
+const NO_EXPLANATION: &str = "High risk detected (risk score exceeded threshold)";
+
+/// Per-call inputs that are not part of the event itself.
+#[derive(Debug, Clone, Default)]
+pub struct CallMeta {
+    /// W3C trace id of the caller's span, when it sent one.
+    pub trace_id: String,
+}
+
+/// Evaluates one event against one policy snapshot. Pure: same event and policy give the
+/// same decision (except ids, latency and a time-box overrun).
+pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
+    let started = Instant::now();
+    let deadline = started + policy.sync.timeout;
+    let fields = event.fields();
+
+    // 1. Fast rules, one pass, inside the time box.
+    let mut scan = ScanOutcome::default();
+    policy.rules.scan(event, &fields, deadline, &mut scan);
+    let rules = &policy.rules.rules;
+
+    // 2. Hits and redaction spans from confirmed matches.
+    let mut hits = Vec::new();
+    let mut spans = Vec::new();
+    let mut triggered: Vec<&CompiledRule> = Vec::new();
+    let mut effects = Effects::default();
+    for m in &scan.matches {
+        let rule = &rules[m.rule];
+        if !triggered.iter().any(|r| r.id == rule.id) {
+            triggered.push(rule);
+            effects = effects.union(rule.effects);
+            hits.push(hit_of(rule));
+        }
+        if rule.action == Action::Redact
+            && let (Some(pi), Some(field)) = (m.pattern, fields.get(m.field))
+            && field.kind != FieldKind::ArgumentsJoined
+        {
+            let kind = &policy.rules.patterns[pi].kind;
+            spans.push(RedactionSpan {
+                field_path: field.path.clone(),
+                start: m.start,
+                end: m.end,
+                kind: kind.clone(),
+                rule_id: rule.id.clone(),
+                replacement: rule
+                    .replacement
+                    .clone()
+                    .unwrap_or_else(|| format!("[REDACTED:{kind}]")),
+            });
+        }
+    }
+    if scan.overrun {
+        hits.push(RuleHit {
+            rule_id: SYNC_TIMEOUT_RULE.into(),
+            action: if policy.sync.fail_open {
+                Action::Allow
+            } else {
+                Action::Stop
+            },
+            risk_level: RiskLevel::Medium,
+            reason: format!(
+                "fast rules did not finish within the {} µs time box; the unscanned part was {}",
+                policy.sync.timeout.as_micros(),
+                if policy.sync.fail_open {
+                    "allowed (fail open)"
+                } else {
+                    "blocked (fail closed)"
+                }
+            ),
+            policy_tags: vec!["failure".into()],
+            violated_policy_ids: Vec::new(),
+        });
+    }
+
+    // 3. Risk tier of the tool, and approval for tiers that require it.
+    let tier = match event.kind {
+        EventKind::ToolCallStart | EventKind::ToolCallResult => {
+            Some(policy.tiers.tier(&event.tool_name))
+        }
+        EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
+    };
+    if event.kind == EventKind::ToolCallStart
+        && let Some(t) = tier
+        && policy.router.require_approval.contains(&t)
+        && merge_actions(&hits) < Action::Pause
+    {
+        hits.push(RuleHit {
+            rule_id: APPROVAL_RULE.into(),
+            action: Action::Pause,
+            risk_level: t,
+            reason: format!(
+                "tool `{}` is in the {t} tier, which needs human approval",
+                event.tool_name
+            ),
+            policy_tags: vec!["approval".into()],
+            violated_policy_ids: Vec::new(),
+        });
+    }
+
+    // 4. Merge: the strongest action wins; hits and spans in a canonical order.
+    normalize_hits(&mut hits);
+    let spans = merge_spans(spans);
+    let would_be = merge_actions(&hits);
+    let risk = risk::assess(
+        &event.tool_name,
+        tier,
+        &triggered,
+        &fields,
+        &policy.router.require_approval,
+    );
+
+    // 5. Shape the answer.
+    let mut d = Decision {
+        action: would_be,
+        status: Status::of(would_be, !hits.is_empty()),
+        hits,
+        redactions: Vec::new(),
+        redacted_output: None,
+        redacted_arguments_json: None,
+        redacted_messages: Vec::new(),
+        redacted_chunk: None,
+        retry: None,
+        stop: None,
+        pause: None,
+        risk: Some(risk),
+        effects,
+        enforced: true,
+        shadow_action: None,
+        decision_id: next_decision_id(),
+        policy_version: policy.version_tag(),
+        latency_us: 0,
+        rules_evaluated: scan.rules_evaluated,
+        trace_id: meta.trace_id.clone(),
+    };
+    apply_redactions(&mut d, event, &fields, &spans);
+    d.redactions = spans;
+    match would_be {
+        Action::Retry => d.retry = Some(retry_spec(event, &triggered, policy)),
+        Action::Stop => d.stop = Some(stop_spec(&d.hits)),
+        Action::Pause => d.pause = Some(pause_spec(event, &d.hits, policy)),
+        Action::Allow | Action::Redact => {}
+    }
+    if policy.mode == Mode::Shadow {
+        d.enforced = false;
+        d.shadow_action = Some(would_be);
+        d.action = Action::Allow;
+        d.status = Status::of(Action::Allow, !d.hits.is_empty());
+    }
+    d.latency_us = started.elapsed().as_micros() as u64;
+    d
+}
+
+fn hit_of(rule: &CompiledRule) -> RuleHit {
+    RuleHit {
+        rule_id: rule.id.clone(),
+        action: rule.action,
+        risk_level: rule.level,
+        reason: rule.reason.clone(),
+        policy_tags: rule.tags.clone(),
+        violated_policy_ids: rule.violated_policy_ids.clone(),
+    }
+}
+
+/// Fills the redacted views of the fields that have spans. The raw text of a span never
+/// reaches the decision.
+fn apply_redactions(
+    d: &mut Decision,
+    event: &Event,
+    fields: &[Field<'_>],
+    spans: &[RedactionSpan],
+) {
+    if spans.is_empty() {
+        return;
+    }
+    let spans_for = |path: &str| -> Vec<&RedactionSpan> {
+        spans.iter().filter(|s| s.field_path == path).collect()
+    };
+    if spans.iter().any(|s| s.field_path == "output") {
+        d.redacted_output = Some(apply_spans(&event.output, &spans_for("output")));
+    }
+    if spans.iter().any(|s| s.field_path == "chunk") {
+        d.redacted_chunk = Some(apply_spans(&event.chunk, &spans_for("chunk")));
+    }
+    if let Some(args) = &event.arguments
+        && spans.iter().any(|s| s.field_path.starts_with('$'))
+    {
+        let mut redacted = args.clone();
+        for f in fields.iter().filter(|f| f.kind == FieldKind::Arguments) {
+            let own = spans_for(&f.path);
+            if !own.is_empty() {
+                replace_leaf(&mut redacted, &f.path, apply_spans(&f.text, &own));
+            }
+        }
+        d.redacted_arguments_json = serde_json::to_string(&redacted).ok();
+    }
+    if spans.iter().any(|s| s.field_path.starts_with("messages[")) {
+        d.redacted_messages = event
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Message {
+                role: m.role.clone(),
+                content: apply_spans(&m.content, &spans_for(&format!("messages[{i}].content"))),
+            })
+            .collect();
+    }
+}
+
+/// The risk-guidance form: goal, threat lines, optional guidance, the three reminders.
+pub fn corrective_message(task_goal: &str, threats: &[String], guidance: &[String]) -> String {
+    let mut m = String::new();
+    m.push_str("Original task goal: ");
+    m.push_str(if task_goal.trim().is_empty() {
+        "(not provided)"
+    } else {
+        task_goal.trim()
+    });
+    m.push_str("\n\nPrevious response was flagged due to:\n");
+    if threats.is_empty() {
+        m.push_str("- Threat risk: ");
+        m.push_str(NO_EXPLANATION);
+        m.push('\n');
+    }
+    for t in threats {
+        m.push_str("- Threat risk: ");
+        m.push_str(t);
+        m.push('\n');
+    }
+    if !guidance.is_empty() {
+        m.push_str("\nPlease adjust your response considering: ");
+        m.push_str(&guidance.join("; "));
+        m.push('\n');
+    }
+    m.push_str(
+        "\nReminders:\n\
+         1. Keep to the original task goal.\n\
+         2. Re-explain your reasoning with security considerations in mind.\n\
+         3. Give the corrected action.",
+    );
+    m
+}
+
+fn retry_spec(event: &Event, triggered: &[&CompiledRule], policy: &Policy) -> RetrySpec {
+    let retrying: Vec<&&CompiledRule> = triggered
+        .iter()
+        .filter(|r| r.action == Action::Retry)
+        .collect();
+    let threats: Vec<String> = retrying
+        .iter()
+        .filter(|r| !r.reason.trim().is_empty())
+        .map(|r| r.reason.clone())
+        .collect();
+    let guidance: Vec<String> = retrying.iter().filter_map(|r| r.guidance.clone()).collect();
+    RetrySpec {
+        corrective_message: corrective_message(&event.context.task_goal, &threats, &guidance),
+        attempt: 1,
+        max_attempts: policy.retry.max_attempts,
+    }
+}
+
+fn stop_spec(hits: &[RuleHit]) -> StopSpec {
+    // Hits are sorted strongest first, so the first STOP hit is the one to explain.
+    let top = hits.iter().find(|h| h.action == Action::Stop);
+    let (reason, code) = match top {
+        Some(h) if h.rule_id == SYNC_TIMEOUT_RULE => (
+            "the safety check could not finish in time, so the action was blocked".to_string(),
+            "sync_timeout".to_string(),
+        ),
+        Some(h) => (h.reason.clone(), format!("policy_violation:{}", h.rule_id)),
+        None => (
+            "blocked by policy".to_string(),
+            "policy_violation".to_string(),
+        ),
+    };
+    StopSpec {
+        user_message: format!("This request was stopped by the safety policy: {reason}."),
+        error_code: code,
+    }
+}
+
+fn pause_spec(event: &Event, hits: &[RuleHit], policy: &Policy) -> PauseSpec {
+    // Bound to the exact call: the same session, tool and arguments give the same id, so an
+    // approval cannot be replayed onto different arguments.
+    let mut h = Sha256::new();
+    h.update(event.context.session_id.as_bytes());
+    h.update([0]);
+    h.update(event.tool_name.as_bytes());
+    h.update([0]);
+    if let Some(args) = &event.arguments {
+        h.update(args.to_string().as_bytes());
+    }
+    let digest = h.finalize();
+    let id: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let reason = hits
+        .iter()
+        .find(|h| h.action == Action::Pause)
+        .map(|h| h.reason.clone())
+        .unwrap_or_else(|| "needs human approval".into());
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    PauseSpec {
+        pause_id: format!("pause-{id}"),
+        reason,
+        expires_at_unix: now + policy.approval_ttl.as_secs() as i64,
+    }
+}
+
+static DECISION_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Unique per process and start time: start nanos, then a sequence number.
+fn next_decision_id() -> String {
+    static START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
+    let seq = DECISION_SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("d-{:012x}-{seq:08x}", *START & 0xffff_ffff_ffff)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,321 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::event::Context;
+use crate::policy::{compile, default_policy};
+use serde_json::json;
+
+fn tool_call(tool: &str, args: serde_json::Value) -> Event {
+    let mut e = Event::new(
+        EventKind::ToolCallStart,
+        Context {
+            session_id: "s1".into(),
+            step_id: "1".into(),
+            task_goal: "clean up the build directory".into(),
+            ..Context::default()
+        },
+    );
+    e.tool_name = tool.into();
+    e.arguments = Some(args);
+    e
+}
+
+fn tool_result(output: &str) -> Event {
+    let mut e = Event::new(EventKind::ToolCallResult, Context::default());
+    e.tool_name = "http.get".into();
+    e.output = output.into();
+    e
+}
+
+/// Debug builds on a loaded CI machine can exceed the 5 ms production time box; tests that are
+/// not about the time box lift it so they assert behaviour, not speed.
+fn relaxed(mut p: Policy) -> Policy {
+    p.sync.timeout = std::time::Duration::from_secs(30);
+    p
+}
+
+fn default_relaxed() -> Policy {
+    relaxed(default_policy(None).unwrap())
+}
+
+fn pack(extra: &str) -> Policy {
+    let p = pack_strict(extra);
+    if extra.contains("timeout_ms") {
+        p
+    } else {
+        relaxed(p)
+    }
+}
+
+fn pack_strict(extra: &str) -> Policy {
+    let text = format!(
+        "policy_pack: t\nversion: \"1\"\n{extra}\nsync_rules:\n  - {{ id: secrets }}\n  - {{ id: destructive-shell }}\n  - {{ id: dangerous-path-delete }}\n  - {{ id: pii }}\n"
+    );
+    compile(&text, "test", None).unwrap()
+}
+
+#[test]
+fn benign_call_passes_with_no_hits() {
+    let p = default_relaxed();
+    let d = evaluate(
+        &tool_call("fs.list", json!({"path": "./src"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Allow);
+    assert_eq!(d.status, Status::Pass);
+    assert!(d.hits.is_empty());
+    assert!(d.enforced);
+    assert!(d.policy_version.starts_with("1.0@"));
+    assert!(d.rules_evaluated > 0);
+}
+
+#[test]
+fn stop_beats_retry_and_risk_is_critical() {
+    let p = default_relaxed();
+    let d = evaluate(
+        &tool_call("shell.exec", json!({"command": "rm -rf /"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Stop);
+    assert_eq!(d.status, Status::Block);
+    let ids: Vec<_> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
+    assert!(ids.contains(&"dangerous-path-delete"), "{ids:?}");
+    assert!(ids.contains(&"destructive-shell"), "{ids:?}");
+    assert_eq!(d.hits[0].action, Action::Stop, "strongest hit first");
+    let risk = d.risk.unwrap();
+    assert_eq!(risk.level, RiskLevel::Critical);
+    assert!(!risk.reversible);
+    assert!(risk.requires_approval);
+    assert!(
+        risk.affected_resources.contains(&"file:/".to_string()),
+        "{:?}",
+        risk.affected_resources
+    );
+    assert!(!risk.recommendations.is_empty());
+    let stop = d.stop.unwrap();
+    assert!(stop.error_code.starts_with("policy_violation:"));
+}
+
+#[test]
+fn secret_in_json_arguments_is_redacted_and_json_stays_valid() {
+    let p = pack("");
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let d = evaluate(
+        &tool_call(
+            "email.send",
+            json!({"to": "ops", "body": format!("key {key} here"), "n": [1, {"deep": key}]}),
+        ),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Redact);
+    assert_eq!(d.status, Status::Warn);
+    let redacted: serde_json::Value =
+        serde_json::from_str(d.redacted_arguments_json.as_ref().unwrap()).unwrap();
+    assert_eq!(redacted["body"], "key [REDACTED:aws_access_key] here");
+    assert_eq!(redacted["n"][1]["deep"], "[REDACTED:aws_access_key]");
+    assert_eq!(redacted["to"], "ops");
+    let paths: Vec<_> = d.redactions.iter().map(|r| r.field_path.as_str()).collect();
+    assert_eq!(paths, vec!["$.body", "$.n[1].deep"]);
+    assert!(!serde_json::to_string(&d).unwrap().contains(key));
+}
+
+#[test]
+fn zero_width_obfuscation_is_caught_and_cut_on_original_bytes() {
+    let p = pack("");
+    let out = "token: AKIA\u{200B}IOSFODNN7EXAMPLE end";
+    let d = evaluate(&tool_result(out), &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert_eq!(
+        d.redacted_output.as_deref(),
+        Some("token: [REDACTED:aws_access_key] end")
+    );
+}
+
+#[test]
+fn same_event_same_policy_same_decision() {
+    let p = default_relaxed();
+    let e =
+        tool_result("mail bob@corp.example, card 4111 1111 1111 1111, key AKIAIOSFODNN7EXAMPLE");
+    let mut a = evaluate(&e, &p, &CallMeta::default());
+    let mut b = evaluate(&e, &p, &CallMeta::default());
+    for d in [&mut a, &mut b] {
+        d.decision_id.clear();
+        d.latency_us = 0;
+    }
+    assert_eq!(a, b);
+}
+
+#[test]
+fn shadow_mode_enforces_allow_and_reports_the_would_be_action() {
+    let p = pack("gateway: { mode: shadow }");
+    let d = evaluate(
+        &tool_call("shell.exec", json!({"command": "rm -rf /"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Allow);
+    assert!(!d.enforced);
+    assert_eq!(d.shadow_action, Some(Action::Stop));
+    assert_eq!(d.status, Status::Warn);
+    assert!(!d.hits.is_empty());
+}
+
+#[test]
+fn time_box_overrun_fails_open_with_a_visible_hit() {
+    let p = pack("gateway: { sync: { timeout_ms: 0, fail_open: true } }");
+    let d = evaluate(&tool_result("nothing to see"), &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Allow);
+    assert_eq!(d.status, Status::Warn);
+    assert_eq!(d.hits[0].rule_id, SYNC_TIMEOUT_RULE);
+}
+
+#[test]
+fn time_box_overrun_fails_closed_with_an_error_code() {
+    let p = pack("gateway: { sync: { timeout_ms: 0, fail_open: false } }");
+    let d = evaluate(&tool_result("nothing to see"), &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Stop);
+    assert_eq!(d.stop.unwrap().error_code, "sync_timeout");
+}
+
+#[test]
+fn retry_message_follows_the_risk_guidance_form() {
+    let p = default_relaxed();
+    let d = evaluate(
+        &tool_call("shell.exec", json!({"command": "rm -rf ./build"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Retry);
+    let r = d.retry.unwrap();
+    assert_eq!((r.attempt, r.max_attempts), (1, 3));
+    let m = r.corrective_message;
+    assert!(
+        m.starts_with("Original task goal: clean up the build directory"),
+        "{m}"
+    );
+    assert!(
+        m.contains("Previous response was flagged due to:\n- Threat risk: "),
+        "{m}"
+    );
+    assert!(m.contains("1. Keep to the original task goal."), "{m}");
+    assert!(
+        m.contains("2. Re-explain your reasoning with security considerations in mind."),
+        "{m}"
+    );
+    assert!(m.contains("3. Give the corrected action."), "{m}");
+}
+
+#[test]
+fn corrective_message_without_explanation_uses_the_default_threat_line() {
+    let m = corrective_message("g", &[], &["use a dry run".into()]);
+    assert!(m.contains("- Threat risk: High risk detected (risk score exceeded threshold)"));
+    assert!(m.contains("Please adjust your response considering: use a dry run"));
+}
+
+#[test]
+fn critical_tier_requires_approval_as_a_pause_bound_to_the_arguments() {
+    let p = default_relaxed();
+    let a = evaluate(
+        &tool_call("crm.delete_user", json!({"id": 7})),
+        &p,
+        &CallMeta::default(),
+    );
+    let b = evaluate(
+        &tool_call("crm.delete_user", json!({"id": 8})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(a.action, Action::Pause);
+    let (pa, pb) = (a.pause.unwrap(), b.pause.unwrap());
+    assert_ne!(pa.pause_id, pb.pause_id);
+    assert!(pa.expires_at_unix > 0);
+    assert_eq!(a.risk.unwrap().level, RiskLevel::Critical);
+}
+
+#[test]
+fn custom_keyword_rule_with_tool_scope() {
+    let p = compile(
+        "policy_pack: t\nversion: \"1\"\nsync_rules:\n  - id: no-prod\n    keywords: [production-db]\n    action: stop\n    tools: [\"sql.*\"]\n    level: high\n    reason: the production database is off limits\n",
+        "t",
+        None,
+    )
+    .map(relaxed)
+    .unwrap();
+    let hit = evaluate(
+        &tool_call("sql.query", json!({"db": "PRODUCTION-DB"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(hit.action, Action::Stop);
+    assert_eq!(
+        hit.stop.unwrap().user_message,
+        "This request was stopped by the safety policy: the production database is off limits."
+    );
+    let other_tool = evaluate(
+        &tool_call("http.get", json!({"db": "production-db"})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(other_tool.action, Action::Allow);
+}
+
+#[test]
+fn tool_deny_list_stops_the_call() {
+    let p = compile(
+        "policy_pack: t\nversion: \"1\"\nsync_rules:\n  - id: tool-access\n    config: { deny: [\"payments.*\"] }\n",
+        "t",
+        None,
+    )
+    .map(relaxed)
+    .unwrap();
+    let d = evaluate(
+        &tool_call("payments.refund", json!({})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Stop);
+    let d = evaluate(
+        &tool_call("search.web", json!({})),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Allow);
+}
+
+#[test]
+fn overlapping_redactions_from_two_rules_merge() {
+    let p = compile(
+        "policy_pack: t\nversion: \"1\"\nsync_rules:\n  - { id: secrets }\n  - id: key-word\n    regex: \"key akia\\\\w+\"\n    action: redact\n    kind: keyphrase\n",
+        "t",
+        None,
+    )
+    .map(relaxed)
+    .unwrap();
+    let d = evaluate(
+        &tool_result("the key AKIAIOSFODNN7EXAMPLE!"),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.redactions.len(), 1, "{:?}", d.redactions);
+    let out = d.redacted_output.unwrap();
+    assert!(!out.contains("AKIA"), "{out}");
+    assert!(out.starts_with("the "), "{out}");
+    assert!(out.ends_with('!'), "{out}");
+}
+
+#[test]
+fn large_output_is_scanned_in_windows_and_a_late_secret_is_found() {
+    let p = pack("");
+    let mut out = "lorem ipsum dolor sit amet ".repeat(10_000);
+    out.push_str("ghp_abcdefghijklmnopqrstuvwxyz0123456789");
+    let d = evaluate(&tool_result(&out), &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert!(
+        d.redacted_output
+            .unwrap()
+            .ends_with("[REDACTED:github_token]")
+    );
+}

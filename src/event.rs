@@ -1,0 +1,564 @@
+//! The domain event (no protobuf): what the agent reported, normalized once, with field views
+//! that carry JSON paths so a match can be traced back to the exact bytes it came from.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::canonical_combining_class;
+
+/// The four moments toolgate is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    LlmBefore,
+    ToolCallStart,
+    ToolCallResult,
+    LlmStreamChunk,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 4] = [
+        EventKind::LlmBefore,
+        EventKind::ToolCallStart,
+        EventKind::ToolCallResult,
+        EventKind::LlmStreamChunk,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::LlmBefore => "llm_before",
+            EventKind::ToolCallStart => "tool_call_start",
+            EventKind::ToolCallResult => "tool_call_result",
+            EventKind::LlmStreamChunk => "llm_stream_chunk",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Bit for compact event sets in compiled rules.
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    pub session_id: String,
+    pub step_id: String,
+    pub tenant: String,
+    pub task_goal: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedAction {
+    pub tool_name: String,
+    pub arguments: Option<Value>,
+}
+
+/// One event, already parsed and validated at the edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub context: Context,
+    pub tool_name: String,
+    /// Parsed `arguments_json`; `None` when the caller sent none.
+    pub arguments: Option<Value>,
+    pub output: String,
+    pub is_error: bool,
+    pub messages: Vec<Message>,
+    pub plan: Vec<PlannedAction>,
+    /// Streamed text under inspection (`llm_stream_chunk` only).
+    pub chunk: String,
+}
+
+impl Event {
+    pub fn new(kind: EventKind, context: Context) -> Event {
+        Event {
+            kind,
+            context,
+            tool_name: String::new(),
+            arguments: None,
+            output: String::new(),
+            is_error: false,
+            messages: Vec::new(),
+            plan: Vec::new(),
+            chunk: String::new(),
+        }
+    }
+
+    /// Every piece of text a rule may look at, in a fixed order (so decisions are
+    /// deterministic), each with the path a redaction names.
+    pub fn fields(&self) -> Vec<Field<'_>> {
+        let mut out = Vec::new();
+        if !self.tool_name.is_empty() {
+            out.push(Field::borrowed(
+                FieldKind::ToolName,
+                "tool_name".into(),
+                &self.tool_name,
+            ));
+        }
+        if let Some(args) = &self.arguments {
+            let start = out.len();
+            walk_leaves(args, &mut "$".to_string(), &mut |path, text| {
+                out.push(Field {
+                    kind: FieldKind::Arguments,
+                    path,
+                    text,
+                    role: None,
+                });
+            });
+            // Shell-like tools often split one command over several leaves
+            // (`{"cmd":"rm","args":["-rf","/"]}`); a joined view lets command rules see
+            // it whole. It is never redacted: redactions always name a real leaf.
+            if out.len() - start > 1 {
+                let joined = out[start..]
+                    .iter()
+                    .map(|f| f.text.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.push(Field {
+                    kind: FieldKind::ArgumentsJoined,
+                    path: "$".into(),
+                    text: Cow::Owned(joined),
+                    role: None,
+                });
+            }
+        }
+        if !self.output.is_empty() {
+            out.push(Field::borrowed(
+                FieldKind::Output,
+                "output".into(),
+                &self.output,
+            ));
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            out.push(Field {
+                kind: FieldKind::Messages,
+                path: format!("messages[{i}].content"),
+                text: Cow::Borrowed(&m.content),
+                role: Some(m.role.as_str()),
+            });
+        }
+        for (i, p) in self.plan.iter().enumerate() {
+            out.push(Field::borrowed(
+                FieldKind::Plan,
+                format!("plan[{i}].tool_name"),
+                &p.tool_name,
+            ));
+            if let Some(args) = &p.arguments {
+                let mut prefix = format!("plan[{i}].arguments$");
+                walk_leaves(args, &mut prefix, &mut |path, text| {
+                    out.push(Field {
+                        kind: FieldKind::Plan,
+                        path,
+                        text,
+                        role: None,
+                    });
+                });
+            }
+        }
+        if !self.chunk.is_empty() {
+            out.push(Field::borrowed(
+                FieldKind::Chunk,
+                "chunk".into(),
+                &self.chunk,
+            ));
+        }
+        out
+    }
+
+    /// Total bytes of inspectable text, for metrics and size checks.
+    pub fn text_len(&self) -> usize {
+        self.fields()
+            .iter()
+            .filter(|f| f.kind != FieldKind::ArgumentsJoined)
+            .map(|f| f.text.len())
+            .sum()
+    }
+}
+
+/// Which part of an event a field comes from; rules are scoped by these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FieldKind {
+    ToolName,
+    Arguments,
+    ArgumentsJoined,
+    Output,
+    Messages,
+    Plan,
+    Chunk,
+}
+
+impl FieldKind {
+    pub const ALL: [FieldKind; 7] = [
+        FieldKind::ToolName,
+        FieldKind::Arguments,
+        FieldKind::ArgumentsJoined,
+        FieldKind::Output,
+        FieldKind::Messages,
+        FieldKind::Plan,
+        FieldKind::Chunk,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldKind::ToolName => "tool_name",
+            FieldKind::Arguments => "arguments",
+            FieldKind::ArgumentsJoined => "arguments_joined",
+            FieldKind::Output => "output",
+            FieldKind::Messages => "messages",
+            FieldKind::Plan => "plan",
+            FieldKind::Chunk => "chunk",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FieldKind> {
+        FieldKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A view of one piece of text in an event.
+#[derive(Debug, Clone)]
+pub struct Field<'a> {
+    pub kind: FieldKind,
+    /// `tool_name`, `$.command`, `$.files[2]`, `output`, `messages[0].content`, `chunk`.
+    pub path: String,
+    pub text: Cow<'a, str>,
+    /// The message role, for message fields.
+    pub role: Option<&'a str>,
+}
+
+impl<'a> Field<'a> {
+    fn borrowed(kind: FieldKind, path: String, text: &'a str) -> Field<'a> {
+        Field {
+            kind,
+            path,
+            text: Cow::Borrowed(text),
+            role: None,
+        }
+    }
+}
+
+/// Walks a JSON value and reports every string (and number) leaf with its path. Numbers are
+/// included because card numbers and ids are often sent as JSON numbers.
+fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Cow<'a, str>)) {
+    match v {
+        Value::String(s) => f(path.clone(), Cow::Borrowed(s)),
+        Value::Number(n) => f(path.clone(), Cow::Owned(n.to_string())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk_leaves(item, path, f);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let len = path.len();
+                push_key(path, k);
+                walk_leaves(item, path, f);
+                path.truncate(len);
+            }
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if plain {
+        path.push('.');
+        path.push_str(key);
+    } else {
+        path.push_str("['");
+        for c in key.chars() {
+            if c == '\'' || c == '\\' {
+                path.push('\\');
+            }
+            path.push(c);
+        }
+        path.push_str("']");
+    }
+}
+
+/// Finds the JSON leaf a path names and replaces it, for redaction. Returns false when the
+/// path does not name a string or number leaf.
+pub fn replace_leaf(root: &mut Value, path: &str, new_text: String) -> bool {
+    let Some(rest) = path.strip_prefix('$') else {
+        return false;
+    };
+    let mut cur = root;
+    let mut rest = rest;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['") {
+            let mut key = String::new();
+            let mut chars = r.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            key.push(n);
+                        }
+                    }
+                    '\'' => {
+                        end = Some(i);
+                        break;
+                    }
+                    c => key.push(c),
+                }
+            }
+            let Some(end) = end else { return false };
+            rest = match r[end..].strip_prefix("']") {
+                Some(r) => r,
+                None => return false,
+            };
+            cur = match cur.get_mut(&key) {
+                Some(v) => v,
+                None => return false,
+            };
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(close) = r.find(']') else {
+                return false;
+            };
+            let Ok(idx) = r[..close].parse::<usize>() else {
+                return false;
+            };
+            rest = &r[close + 1..];
+            cur = match cur.get_mut(idx) {
+                Some(v) => v,
+                None => return false,
+            };
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            rest = &r[end..];
+            cur = match cur.get_mut(key) {
+                Some(v) => v,
+                None => return false,
+            };
+        } else {
+            return false;
+        }
+    }
+    match cur {
+        Value::String(_) | Value::Number(_) => {
+            *cur = Value::String(new_text);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Text prepared for matching: NFKC-normalized with invisible format characters removed. The
+/// offset map sends every byte of the normalized text back to the original char it came from,
+/// so a match found in normalized text redacts the right original bytes.
+#[derive(Debug, Clone)]
+pub struct Normalized<'a> {
+    pub text: Cow<'a, str>,
+    /// `None` when the text was already normal (the common, ASCII case): offsets are identical.
+    map: Option<OffsetMap>,
+}
+
+#[derive(Debug, Clone)]
+struct OffsetMap {
+    /// For each normalized byte: start of the original char it came from.
+    start: Vec<u32>,
+    /// For each normalized byte: end of the original char (or segment) it came from.
+    end: Vec<u32>,
+}
+
+impl<'a> Normalized<'a> {
+    pub fn new(original: &'a str) -> Normalized<'a> {
+        // Fast path: ASCII is NFKC already and has no invisible format characters.
+        if original.is_ascii() {
+            return Normalized {
+                text: Cow::Borrowed(original),
+                map: None,
+            };
+        }
+        let needs_work = original.chars().any(is_invisible)
+            || !matches!(
+                unicode_normalization::is_nfkc_quick(original.chars()),
+                unicode_normalization::IsNormalized::Yes
+            );
+        if !needs_work {
+            return Normalized {
+                text: Cow::Borrowed(original),
+                map: None,
+            };
+        }
+        let mut text = String::with_capacity(original.len());
+        let mut start = Vec::with_capacity(original.len());
+        let mut end = Vec::with_capacity(original.len());
+        // Normalize segment by segment (a starter and the combining marks after it) so
+        // composition stays inside a segment and every output byte has one source range.
+        let mut seg_start: Option<usize> = None;
+        let mut segment = String::new();
+        let mut flush = |seg: &mut String, s: usize, e: usize, text: &mut String| {
+            if seg.is_empty() {
+                return;
+            }
+            let before = text.len();
+            text.extend(seg.nfkc());
+            for _ in before..text.len() {
+                start.push(s as u32);
+                end.push(e as u32);
+            }
+            seg.clear();
+        };
+        for (i, c) in original.char_indices() {
+            if is_invisible(c) {
+                continue;
+            }
+            if canonical_combining_class(c) == 0 {
+                if let Some(s) = seg_start {
+                    flush(&mut segment, s, i, &mut text);
+                }
+                seg_start = Some(i);
+            } else if seg_start.is_none() {
+                seg_start = Some(i);
+            }
+            segment.push(c);
+        }
+        if let Some(s) = seg_start {
+            flush(&mut segment, s, original.len(), &mut text);
+        }
+        // A segment's end may include trailing invisible chars; trim each end back to the last
+        // visible char of its segment is unnecessary: covering them in a redaction is harmless
+        // and keeps the range on char boundaries.
+        Normalized {
+            text: Cow::Owned(text),
+            map: Some(OffsetMap { start, end }),
+        }
+    }
+
+    /// Maps a byte range of the normalized text back to the original text. The result is on
+    /// char boundaries of the original and covers every char the normalized range came from.
+    pub fn original_range(&self, start: usize, end: usize) -> (usize, usize) {
+        match &self.map {
+            None => (start, end),
+            Some(m) => {
+                if start >= end || m.start.is_empty() {
+                    let at = m
+                        .start
+                        .get(start)
+                        .copied()
+                        .unwrap_or_else(|| m.end.last().copied().unwrap_or(0));
+                    return (at as usize, at as usize);
+                }
+                let s = m.start[start.min(m.start.len() - 1)] as usize;
+                let e = m.end[(end - 1).min(m.end.len() - 1)] as usize;
+                (s, e.max(s))
+            }
+        }
+    }
+}
+
+/// Zero-width and other invisible format characters used to split keywords past filters.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}'            // soft hyphen
+        | '\u{034F}'          // combining grapheme joiner
+        | '\u{061C}'          // arabic letter mark
+        | '\u{115F}' | '\u{1160}'
+        | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}'
+        | '\u{200B}'..='\u{200F}' // zero-width space/joiners, LRM, RLM
+        | '\u{202A}'..='\u{202E}' // bidi embedding and override
+        | '\u{2060}'..='\u{206F}' // word joiner, invisible operators, bidi isolates
+        | '\u{3164}'
+        | '\u{FE00}'..='\u{FE0F}' // variation selectors
+        | '\u{FEFF}'          // BOM / zero-width no-break space
+        | '\u{FFA0}'
+        | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E007F}' // tag characters
+        | '\u{E0100}'..='\u{E01EF}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ascii_is_borrowed_and_identity_mapped() {
+        let n = Normalized::new("rm -rf /tmp");
+        assert!(matches!(n.text, Cow::Borrowed(_)));
+        assert_eq!(n.original_range(0, 6), (0, 6));
+    }
+
+    #[test]
+    fn zero_width_and_fullwidth_fold_and_map_back() {
+        let original = "x r\u{200B}m ｒｍ";
+        let n = Normalized::new(original);
+        assert_eq!(n.text, "x rm rm");
+        // "rm" with a zero-width space inside maps to the bytes including it.
+        let (s, e) = n.original_range(2, 4);
+        assert_eq!(&original[s..e], "r\u{200B}m");
+        let (s, e) = n.original_range(5, 7);
+        assert_eq!(&original[s..e], "ｒｍ");
+    }
+
+    #[test]
+    fn ligature_maps_to_whole_char() {
+        let original = "ﬁle";
+        let n = Normalized::new(original);
+        assert_eq!(n.text, "file");
+        let (s, e) = n.original_range(1, 2);
+        assert_eq!(&original[s..e], "ﬁ");
+    }
+
+    #[test]
+    fn json_leaves_have_paths_and_replace_back() {
+        let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+        e.tool_name = "shell.exec".into();
+        e.arguments =
+            Some(json!({"command": "ls", "files": ["a", "b", 4111], "odd key": {"x": "y"}}));
+        let fields = e.fields();
+        let paths: Vec<_> = fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "tool_name",
+                "$.command",
+                "$.files[0]",
+                "$.files[1]",
+                "$.files[2]",
+                "$['odd key'].x",
+                "$"
+            ]
+        );
+        let mut args = e.arguments.clone().unwrap();
+        assert!(replace_leaf(&mut args, "$.files[2]", "[X]".into()));
+        assert!(replace_leaf(&mut args, "$['odd key'].x", "[Y]".into()));
+        assert_eq!(args["files"][2], "[X]");
+        assert_eq!(args["odd key"]["x"], "[Y]");
+        assert!(!replace_leaf(&mut args, "$.missing", "z".into()));
+    }
+}

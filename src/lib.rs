@@ -1,0 +1,16 @@
+//! toolgate: a gRPC sidecar that decides, per agent event, ALLOW, REDACT, RETRY, PAUSE or STOP.
+
+pub mod api;
+pub mod app;
+pub mod cli;
+pub mod decision;
+pub mod engine;
+pub mod event;
+pub mod glob;
+pub mod policy;
+pub mod proto;
+pub mod risk;
+pub mod router;
+pub mod rules;
+pub mod scenario;
+pub mod stream;

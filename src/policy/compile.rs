@@ -1,0 +1,865 @@
+//! Raw pack → runtime `Policy`: every regex compiled once, anchors extracted, the rule set
+//! built once. Errors name the path and line; the server, `validate` and `check` all call
+//! this same function, so a pack one accepts the others load.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use regex::{Regex, RegexBuilder};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::pack::{Node, Problem, RawPack, RawRule, read_pack};
+use super::{
+    AsyncConfig, DEFAULT_PACK, Mode, Policy, RetryConfig, RouterConfig, SessionConfig, SyncConfig,
+};
+use crate::decision::{Action, Effects, RiskLevel};
+use crate::event::{EventKind, FieldKind};
+use crate::glob::Glob;
+use crate::router::ToolTiers;
+use crate::rules::catalog;
+use crate::rules::fast::{CompiledRule, FastRuleSet, PatternInput, RuleMatcher};
+use crate::rules::{CatalogMatcher, CatalogRule, Validator};
+
+const DEFAULT_MAX_MESSAGE_BYTES: u64 = 4 * 1024 * 1024;
+const DEFAULT_PLAN_MAX_ACTIONS: usize = 20;
+/// Compiled-program size cap per custom regex: a pathological pattern is rejected at load,
+/// not discovered as a slow scan.
+const REGEX_SIZE_LIMIT: usize = 2 << 20;
+const ASYNC_RULE_IDS: [&str; 3] = ["llm-verifier", "grpc-classifier", "injection-heuristics"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error("{source_name}: cannot read: {message}")]
+    Read {
+        source_name: String,
+        message: String,
+    },
+    #[error("{}", render_problems(source_name, problems))]
+    Invalid {
+        source_name: String,
+        problems: Vec<Problem>,
+    },
+}
+
+fn render_problems(source_name: &str, problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| match p.line {
+            Some(l) if p.path.is_empty() => format!("{source_name}:{l}: {}", p.message),
+            Some(l) => format!("{source_name}:{l}: {}: {}", p.path, p.message),
+            None if p.path.is_empty() => format!("{source_name}: {}", p.message),
+            None => format!("{source_name}: {}: {}", p.path, p.message),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The embedded default pack, compiled.
+pub fn default_policy(env: Option<&str>) -> Result<Policy, CompileError> {
+    compile(DEFAULT_PACK, "embedded", env)
+}
+
+pub fn compile_file(path: &Path, env: Option<&str>) -> Result<Policy, CompileError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| CompileError::Read {
+        source_name: name.clone(),
+        message: e.to_string(),
+    })?;
+    compile(&text, &name, env)
+}
+
+/// Compiles pack text. `source_name` appears in error messages and `Policy::source`.
+pub fn compile(text: &str, source_name: &str, env: Option<&str>) -> Result<Policy, CompileError> {
+    let invalid = |problems| CompileError::Invalid {
+        source_name: source_name.to_string(),
+        problems,
+    };
+    let (raw, root) = read_pack(text, env).map_err(invalid)?;
+    let mut cx = Cx {
+        root: &root,
+        problems: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let policy = cx.policy(&raw, text, source_name, env);
+    if cx.problems.is_empty() {
+        let mut policy = policy.ok_or_else(|| invalid(Vec::new()))?;
+        policy.warnings = cx.warnings;
+        Ok(policy)
+    } else {
+        Err(invalid(cx.problems))
+    }
+}
+
+struct Cx<'a> {
+    root: &'a Node,
+    problems: Vec<Problem>,
+    warnings: Vec<Problem>,
+}
+
+impl Cx<'_> {
+    fn err(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        let path = path.into();
+        self.problems.push(Problem {
+            line: Some(self.root.line_of(&path)),
+            path,
+            message: message.into(),
+        });
+    }
+
+    fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        let path = path.into();
+        self.warnings.push(Problem {
+            line: Some(self.root.line_of(&path)),
+            path,
+            message: message.into(),
+        });
+    }
+
+    fn level(&mut self, path: &str, s: &str) -> Option<RiskLevel> {
+        let l = RiskLevel::parse(s);
+        if l.is_none() {
+            self.err(
+                path,
+                format!("unknown risk level `{s}` (expected safe, low, medium, high or critical)"),
+            );
+        }
+        l
+    }
+
+    fn policy(
+        &mut self,
+        raw: &RawPack,
+        text: &str,
+        source_name: &str,
+        env: Option<&str>,
+    ) -> Option<Policy> {
+        if raw.policy_pack.trim().is_empty() {
+            self.err("policy_pack", "must not be empty");
+        }
+        if raw.version.0.trim().is_empty() {
+            self.err("version", "must not be empty");
+        }
+        for path in ["parallel", "gateway.parallel", "gateway.sync.parallel"] {
+            let present = match path {
+                "parallel" => raw.parallel.is_some(),
+                "gateway.parallel" => raw.gateway.parallel.is_some(),
+                _ => raw.gateway.sync.parallel.is_some(),
+            };
+            if present {
+                self.warn(
+                    path,
+                    "ignored: toolgate scans all fast rules in one pass, so there is nothing to parallelize",
+                );
+            }
+        }
+        if raw.gateway.async_.parallel.is_some() {
+            self.warn(
+                "gateway.async.parallel",
+                "ignored: use `workers` to size the deep-rule pool",
+            );
+        }
+
+        let mode = match raw.gateway.mode.as_deref() {
+            None | Some("enforce") => Mode::Enforce,
+            Some("shadow") => Mode::Shadow,
+            Some(other) => {
+                self.err(
+                    "gateway.mode",
+                    format!("unknown mode `{other}` (expected enforce or shadow)"),
+                );
+                Mode::Enforce
+            }
+        };
+        let timeout_ms = raw.gateway.sync.timeout_ms.unwrap_or(5.0);
+        if !(timeout_ms.is_finite() && (0.0..=60_000.0).contains(&timeout_ms)) {
+            self.err(
+                "gateway.sync.timeout_ms",
+                format!("must be between 0 and 60000, got {timeout_ms}"),
+            );
+        }
+        let sync = SyncConfig {
+            timeout: Duration::from_secs_f64(timeout_ms.clamp(0.0, 60_000.0) / 1000.0),
+            fail_open: raw.gateway.sync.fail_open.unwrap_or(true),
+        };
+        let a = &raw.gateway.async_;
+        let async_cfg = AsyncConfig {
+            enabled: a.enabled.unwrap_or(true),
+            fail_open: a.fail_open.unwrap_or(true),
+            workers: a.workers.unwrap_or(4),
+            queue_capacity: a.queue_capacity.unwrap_or(1024),
+        };
+        if async_cfg.workers == 0 || async_cfg.workers > 1024 {
+            self.err("gateway.async.workers", "must be between 1 and 1024");
+        }
+        if async_cfg.queue_capacity == 0 {
+            self.err("gateway.async.queue_capacity", "must be at least 1");
+        }
+        let max_message_bytes = raw
+            .gateway
+            .max_message_bytes
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+        if !(1024..=(256 << 20)).contains(&max_message_bytes) {
+            self.err(
+                "gateway.max_message_bytes",
+                "must be between 1024 and 268435456",
+            );
+        }
+
+        let mut tier_entries = Vec::new();
+        for (tool, level) in &raw.tool_risks {
+            if let Some(l) = self.level(&format!("tool_risks.{tool}"), level) {
+                tier_entries.push((tool.clone(), l));
+            }
+        }
+        let tiers = ToolTiers::new(tier_entries);
+
+        let rr = &raw.risk_router;
+        let mut require_approval = Vec::new();
+        for (i, l) in rr
+            .require_approval
+            .clone()
+            .unwrap_or_else(|| vec!["critical".into()])
+            .iter()
+            .enumerate()
+        {
+            if let Some(l) = self.level(&format!("risk_router.require_approval[{i}]"), l) {
+                require_approval.push(l);
+            }
+        }
+        let router = RouterConfig {
+            high_risk_wait: Duration::from_millis(rr.high_risk_wait_ms.unwrap_or(500)),
+            medium_risk_wait: Duration::from_millis(rr.medium_risk_wait_ms.unwrap_or(100)),
+            critical_fail_closed: rr.critical_fail_closed.unwrap_or(true),
+            require_approval,
+        };
+        let sessions = SessionConfig {
+            strike_limit: raw.sessions.strike_limit.unwrap_or(3),
+            ttl: Duration::from_secs(raw.sessions.ttl_s.unwrap_or(3600)),
+            max_sessions: raw.sessions.max_sessions.unwrap_or(100_000),
+        };
+        let escalate_to = match raw.retry.escalate_to.as_deref() {
+            None | Some("stop") => Action::Stop,
+            Some("pause") => Action::Pause,
+            Some(other) => {
+                self.err(
+                    "retry.escalate_to",
+                    format!("must be `stop` or `pause`, got `{other}`"),
+                );
+                Action::Stop
+            }
+        };
+        let retry = RetryConfig {
+            max_attempts: raw.retry.max_attempts.unwrap_or(3),
+            escalate_to,
+        };
+
+        self.async_rules(raw);
+        let rules = self.sync_rules(&raw.sync_rules);
+
+        let mut hasher = Sha256::new();
+        hasher.update(text.as_bytes());
+        hasher.update([0]);
+        hasher.update(env.unwrap_or("").as_bytes());
+        let digest = hasher.finalize();
+        let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+
+        Some(Policy {
+            name: raw.policy_pack.clone(),
+            version: raw.version.0.clone(),
+            hash,
+            source: source_name.to_string(),
+            env: env.map(str::to_string),
+            mode,
+            sync,
+            async_cfg,
+            max_message_bytes: usize::try_from(max_message_bytes).unwrap_or(usize::MAX),
+            rules: rules?,
+            tiers,
+            router,
+            sessions,
+            approval_ttl: Duration::from_secs(raw.approvals.ttl_s.unwrap_or(900)),
+            retry,
+            warnings: Vec::new(),
+            loaded_at: SystemTime::now(),
+        })
+    }
+
+    fn async_rules(&mut self, raw: &RawPack) {
+        let mut seen = HashSet::new();
+        for (i, r) in raw.async_rules.iter().enumerate() {
+            let path = format!("async_rules[{i}]");
+            if !ASYNC_RULE_IDS.contains(&r.id.as_str()) {
+                self.err(
+                    format!("{path}.id"),
+                    format!(
+                        "unknown deep rule id `{}` (known: {})",
+                        r.id,
+                        ASYNC_RULE_IDS.join(", ")
+                    ),
+                );
+            }
+            if !seen.insert(r.id.clone()) {
+                self.err(
+                    format!("{path}.id"),
+                    format!("duplicate rule id `{}`", r.id),
+                );
+            }
+            self.events(&format!("{path}.applies_to"), r.applies_to.as_deref());
+        }
+        if raw.async_rules.iter().any(|r| r.enabled != Some(false)) {
+            self.warn(
+                "async_rules",
+                "deep rules are validated but not evaluated by this version of toolgate",
+            );
+        }
+    }
+
+    fn events(&mut self, path: &str, list: Option<&[String]>) -> Option<u8> {
+        let list = list?;
+        let mut bits = 0u8;
+        for (i, e) in list.iter().enumerate() {
+            if e == "all" || e == "*" {
+                bits |= EventKind::ALL.iter().fold(0, |b, k| b | k.bit());
+                continue;
+            }
+            match EventKind::parse(e) {
+                Some(k) => bits |= k.bit(),
+                None => self.err(
+                    format!("{path}[{i}]"),
+                    format!(
+                        "unknown event `{e}` (expected llm_before, tool_call_start, tool_call_result or llm_stream_chunk)"
+                    ),
+                ),
+            }
+        }
+        Some(bits)
+    }
+
+    fn fields(&mut self, path: &str, list: Option<&[String]>) -> Option<u8> {
+        let list = list?;
+        let mut bits = 0u8;
+        for (i, f) in list.iter().enumerate() {
+            match FieldKind::parse(f) {
+                Some(k) => bits |= k.bit(),
+                None => self.err(
+                    format!("{path}[{i}]"),
+                    format!(
+                        "unknown field `{f}` (expected tool_name, arguments, output, messages, plan or chunk)"
+                    ),
+                ),
+            }
+        }
+        Some(bits)
+    }
+
+    fn sync_rules(&mut self, raw: &[RawRule]) -> Option<FastRuleSet> {
+        let mut rules = Vec::new();
+        let mut patterns = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, r) in raw.iter().enumerate() {
+            let path = format!("sync_rules[{i}]");
+            if r.id.trim().is_empty() {
+                self.err(format!("{path}.id"), "must not be empty");
+                continue;
+            }
+            if !seen.insert(r.id.clone()) {
+                self.err(
+                    format!("{path}.id"),
+                    format!("duplicate rule id `{}`", r.id),
+                );
+                continue;
+            }
+            if r.parallel.is_some() {
+                self.warn(format!("{path}.parallel"), "ignored");
+            }
+            let custom = r.regex.is_some() || r.keywords.is_some();
+            let builtin = catalog::find(&r.id);
+            let compiled = match (builtin, custom) {
+                (Some(_), true) => {
+                    self.err(
+                        format!("{path}.id"),
+                        format!(
+                            "`{}` is a built-in rule id; a custom rule (regex or keywords) needs its own id",
+                            r.id
+                        ),
+                    );
+                    None
+                }
+                (Some(b), false) => self.builtin_rule(&path, r, b, rules.len(), &mut patterns),
+                (None, true) => self.custom_rule(&path, r, rules.len(), &mut patterns),
+                (None, false) => {
+                    self.err(
+                        format!("{path}.id"),
+                        format!(
+                            "unknown rule id `{}` (not built in, and no `regex` or `keywords` given; `toolgate rules` lists the catalog)",
+                            r.id
+                        ),
+                    );
+                    None
+                }
+            };
+            match compiled {
+                // A disabled rule is still checked (so typos surface) but never runs.
+                Some(rule) if r.enabled != Some(false) => rules.push(rule),
+                _ => {
+                    let index = rules.len();
+                    patterns.retain(|p: &PatternInput| p.rule != index);
+                }
+            }
+        }
+        match FastRuleSet::build(rules, patterns) {
+            Ok(set) => Some(set),
+            Err(e) => {
+                self.err("sync_rules", e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Fields shared by built-in and custom rules: scope, action, level and the rest.
+    fn common(&mut self, path: &str, r: &RawRule, base: CompiledRule) -> CompiledRule {
+        let mut rule = base;
+        if let Some(bits) = self.events(&format!("{path}.applies_to"), r.applies_to.as_deref()) {
+            rule.events = bits;
+        }
+        if let Some(bits) = self.fields(&format!("{path}.fields"), r.fields.as_deref()) {
+            rule.fields = bits;
+        }
+        if let Some(tools) = &r.tools {
+            rule.tools = tools.iter().map(|t| Glob::new(t)).collect();
+        }
+        if let Some(roles) = &r.roles {
+            rule.roles = roles.clone();
+        }
+        if let Some(a) = &r.action {
+            match Action::parse(a) {
+                Some(a) => rule.action = a,
+                None => self.err(
+                    format!("{path}.action"),
+                    format!("unknown action `{a}` (expected allow, redact, retry, pause or stop)"),
+                ),
+            }
+        }
+        if let Some(l) = &r.level
+            && let Some(l) = self.level(&format!("{path}.level"), l)
+        {
+            rule.level = l;
+        }
+        if let Some(reason) = &r.reason {
+            rule.reason = reason.clone();
+        }
+        if let Some(g) = &r.guidance {
+            rule.guidance = Some(g.clone());
+        }
+        if let Some(rev) = r.reversible {
+            rule.reversible = rev;
+        }
+        if let Some(tags) = &r.tags {
+            rule.tags = tags.clone();
+        }
+        if let Some(ids) = &r.violated_policy_ids {
+            rule.violated_policy_ids = ids.clone();
+        }
+        if let Some(rep) = &r.replacement {
+            rule.replacement = Some(rep.clone());
+        }
+        if let Some(e) = &r.effects {
+            rule.effects = Effects {
+                flag_trajectory: e.flag_trajectory,
+                strikes: u32::from(e.increment_strike),
+            };
+        }
+        if rule.events == 0 {
+            self.err(format!("{path}.applies_to"), "must name at least one event");
+        }
+        rule
+    }
+
+    fn builtin_rule(
+        &mut self,
+        path: &str,
+        r: &RawRule,
+        b: &'static CatalogRule,
+        index: usize,
+        patterns: &mut Vec<PatternInput>,
+    ) -> Option<CompiledRule> {
+        if r.case_sensitive.is_some() {
+            self.err(
+                format!("{path}.case_sensitive"),
+                "only custom rules set case sensitivity",
+            );
+        }
+        if r.kind.is_some() {
+            self.err(format!("{path}.kind"), "only custom rules name a kind");
+        }
+        let base = CompiledRule {
+            id: b.id.to_string(),
+            events: b.events.iter().fold(0, |acc, k| acc | k.bit()),
+            fields: b.fields.iter().fold(0, |acc, k| acc | k.bit()),
+            roles: b.roles.iter().map(|s| s.to_string()).collect(),
+            tools: Vec::new(),
+            action: b.action,
+            level: b.level,
+            reason: b.reason.to_string(),
+            guidance: None,
+            reversible: b.reversible,
+            tags: b.tags.iter().map(|s| s.to_string()).collect(),
+            violated_policy_ids: vec![b.id.to_string()],
+            replacement: (!b.replacement.is_empty()).then(|| b.replacement.to_string()),
+            effects: b.effects,
+            matcher: RuleMatcher::Patterns,
+        };
+        let mut rule = self.common(path, r, base);
+        let config = &r.config;
+        for key in config.keys() {
+            if !b.config_keys.contains(&key.as_str()) && key != "kinds" {
+                self.warn(
+                    format!("{path}.config.{key}"),
+                    format!("rule `{}` does not use config key `{key}`; ignored", b.id),
+                );
+            }
+        }
+        match b.matcher {
+            CatalogMatcher::Patterns(defs) => {
+                let kinds = self.string_list(path, config, "kinds");
+                if let Some(kinds) = &kinds {
+                    let known: BTreeSet<&str> = defs.iter().map(|d| d.kind).collect();
+                    for k in kinds {
+                        if !known.contains(k.as_str()) {
+                            self.err(
+                                format!("{path}.config.kinds"),
+                                format!(
+                                    "rule `{}` has no kind `{k}` (known: {})",
+                                    b.id,
+                                    known.into_iter().collect::<Vec<_>>().join(", ")
+                                ),
+                            );
+                            break;
+                        }
+                    }
+                }
+                let allow_emails: Arc<[String]> = self
+                    .string_list(path, config, "allow_emails")
+                    .unwrap_or_default()
+                    .into();
+                for d in defs {
+                    if let Some(kinds) = &kinds
+                        && !kinds.iter().any(|k| k == d.kind)
+                    {
+                        continue;
+                    }
+                    let src = if d.case_sensitive {
+                        d.regex.to_string()
+                    } else {
+                        format!("(?i){}", d.regex)
+                    };
+                    match build_regex(&src) {
+                        Ok(regex) => patterns.push(PatternInput {
+                            rule: index,
+                            kind: d.kind.to_string(),
+                            regex,
+                            group: d.group,
+                            validator: d.validator,
+                            allow_emails: allow_emails.clone(),
+                            anchors: d.anchors.iter().map(|a| a.to_ascii_lowercase()).collect(),
+                        }),
+                        // INVARIANT-like: catalog regexes are tested at build time; a failure
+                        // here is still reported, never a panic.
+                        Err(e) => self.err(path, format!("built-in pattern `{}`: {e}", d.kind)),
+                    }
+                }
+            }
+            CatalogMatcher::ToolAccess => {
+                let allow = self
+                    .string_list(path, config, "allow")
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| Glob::new(s))
+                    .collect();
+                let deny = self
+                    .string_list(path, config, "deny")
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| Glob::new(s))
+                    .collect();
+                rule.matcher = RuleMatcher::ToolAccess { allow, deny };
+            }
+            CatalogMatcher::PlanLimit => {
+                let max_actions = match config.get("max_actions") {
+                    None => DEFAULT_PLAN_MAX_ACTIONS,
+                    Some(v) => match v.as_u64() {
+                        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                        None => {
+                            self.err(
+                                format!("{path}.config.max_actions"),
+                                "must be a non-negative integer",
+                            );
+                            DEFAULT_PLAN_MAX_ACTIONS
+                        }
+                    },
+                };
+                rule.matcher = RuleMatcher::PlanLimit { max_actions };
+            }
+        }
+        Some(rule)
+    }
+
+    fn string_list(
+        &mut self,
+        path: &str,
+        config: &Map<String, Value>,
+        key: &str,
+    ) -> Option<Vec<String>> {
+        let v = config.get(key)?;
+        let list = v.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+        });
+        if list.is_none() {
+            self.err(format!("{path}.config.{key}"), "must be a list of strings");
+        }
+        list
+    }
+
+    fn custom_rule(
+        &mut self,
+        path: &str,
+        r: &RawRule,
+        index: usize,
+        patterns: &mut Vec<PatternInput>,
+    ) -> Option<CompiledRule> {
+        if !r.config.is_empty() {
+            self.warn(
+                format!("{path}.config"),
+                "custom rules take no config; ignored",
+            );
+        }
+        let all_events = EventKind::ALL.iter().fold(0, |b, k| b | k.bit());
+        let all_fields = FieldKind::ALL.iter().fold(0, |b, k| b | k.bit());
+        let base = CompiledRule {
+            id: r.id.clone(),
+            events: all_events,
+            fields: all_fields,
+            roles: Vec::new(),
+            tools: Vec::new(),
+            action: Action::Retry,
+            level: RiskLevel::Medium,
+            reason: format!("matched custom rule `{}`", r.id),
+            guidance: None,
+            reversible: true,
+            tags: Vec::new(),
+            violated_policy_ids: vec![r.id.clone()],
+            replacement: None,
+            effects: Effects::default(),
+            matcher: RuleMatcher::Patterns,
+        };
+        let rule = self.common(path, r, base);
+        let case_sensitive = r.case_sensitive.unwrap_or(false);
+        let kind = r.kind.clone().unwrap_or_else(|| r.id.clone());
+        let before = self.problems.len();
+        if let Some(regexes) = &r.regex {
+            if regexes.0.is_empty() {
+                self.err(format!("{path}.regex"), "must not be empty");
+            }
+            for (j, src) in regexes.0.iter().enumerate() {
+                let rpath = if regexes.0.len() == 1 {
+                    format!("{path}.regex")
+                } else {
+                    format!("{path}.regex[{j}]")
+                };
+                let full = if case_sensitive {
+                    src.clone()
+                } else {
+                    format!("(?i){src}")
+                };
+                match build_regex(&full) {
+                    Ok(regex) => {
+                        if regex.is_match("") {
+                            self.err(rpath, format!("regex `{src}` matches the empty string"));
+                            continue;
+                        }
+                        patterns.push(PatternInput {
+                            rule: index,
+                            kind: kind.clone(),
+                            anchors: extract_anchors(&full),
+                            regex,
+                            group: 0,
+                            validator: Validator::None,
+                            allow_emails: Arc::from(Vec::new()),
+                        });
+                    }
+                    Err(e) => self.err(rpath, format!("invalid regex `{src}`: {e}")),
+                }
+            }
+        }
+        if let Some(keywords) = &r.keywords {
+            let keywords: Vec<&String> = keywords.iter().filter(|k| !k.trim().is_empty()).collect();
+            if keywords.is_empty() {
+                self.err(format!("{path}.keywords"), "must list at least one keyword");
+            } else {
+                let alts: Vec<String> = keywords
+                    .iter()
+                    .map(|k| {
+                        let esc = regex::escape(k);
+                        let word =
+                            |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                        let pre = if word(k.chars().next()) { r"\b" } else { "" };
+                        let post = if word(k.chars().last()) { r"\b" } else { "" };
+                        format!("{pre}{esc}{post}")
+                    })
+                    .collect();
+                let flags = if case_sensitive { "" } else { "(?i)" };
+                let src = format!("{flags}(?:{})", alts.join("|"));
+                match build_regex(&src) {
+                    Ok(regex) => patterns.push(PatternInput {
+                        rule: index,
+                        kind: kind.clone(),
+                        regex,
+                        group: 0,
+                        validator: Validator::None,
+                        allow_emails: Arc::from(Vec::new()),
+                        anchors: keywords.iter().map(|k| k.to_ascii_lowercase()).collect(),
+                    }),
+                    Err(e) => self.err(format!("{path}.keywords"), format!("cannot compile: {e}")),
+                }
+            }
+        }
+        (self.problems.len() == before).then_some(rule)
+    }
+}
+
+fn build_regex(src: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(src)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+}
+
+/// Literals one of which starts every match (or, failing that, ends it), for the anchor
+/// prefilter. Empty when the regex has no such finite set; the rule then runs on every field
+/// in scope.
+fn extract_anchors(src: &str) -> Vec<String> {
+    let Ok(hir) = regex_syntax::parse(src) else {
+        return Vec::new();
+    };
+    for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
+        let mut ex = Extractor::new();
+        ex.kind(kind).limit_total(250);
+        let seq = ex.extract(&hir);
+        let Some(lits) = seq.literals() else { continue };
+        if lits.is_empty() || lits.iter().any(|l| l.as_bytes().is_empty()) {
+            continue;
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut ok = true;
+        for l in lits {
+            match std::str::from_utf8(l.as_bytes()) {
+                Ok(s) => {
+                    let s = s.to_ascii_lowercase();
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            return out;
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pack(rules: &str) -> String {
+        format!("policy_pack: t\nversion: \"1\"\nsync_rules:\n{rules}")
+    }
+
+    #[test]
+    fn default_pack_compiles_without_warnings() {
+        let p = default_policy(None).unwrap();
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert!(p.rules.rules.len() >= 20);
+    }
+
+    #[test]
+    fn invalid_regex_names_path_and_line() {
+        let err = compile(&pack("  - id: mine\n    regex: \"(\"\n"), "p.yaml", None).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("p.yaml:5: sync_rules[0].regex: invalid regex `(`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_rule_id_is_an_error() {
+        let err = compile(
+            &pack("  - id: secrets\n  - id: no-such-rule\n"),
+            "p.yaml",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("p.yaml:5: sync_rules[1].id: unknown rule id `no-such-rule`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn anchors_are_extracted_for_custom_regexes() {
+        assert_eq!(extract_anchors("(?i)drop\\s+table"), vec!["drop"]);
+        let mut a = extract_anchors("(?i)(?:foo|bar)baz");
+        a.sort();
+        assert_eq!(a, vec!["barbaz", "foobaz"]);
+        assert!(
+            extract_anchors("[a-z]+@[a-z]+").is_empty()
+                || !extract_anchors("[a-z]+@[a-z]+")
+                    .iter()
+                    .any(|s| s.is_empty())
+        );
+    }
+
+    #[test]
+    fn parallel_and_unknown_config_keys_warn() {
+        let p = compile(
+            &pack("  - id: secrets\n    parallel: true\n    config: { whatever: 1 }\n"),
+            "p",
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn bad_level_and_action_are_named() {
+        let err = compile(
+            &pack("  - id: x\n    keywords: [a]\n    action: explode\n    level: extreme\n"),
+            "p",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("sync_rules[0].action: unknown action `explode`"),
+            "{err}"
+        );
+        assert!(
+            err.contains("sync_rules[0].level: unknown risk level `extreme`"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Policy packs: the YAML shape (`pack`), its compiled runtime form (`compile`), the atomic
+//! snapshot the server reads (`store`) and the reload loop (`reload`).
+
+pub mod compile;
+pub mod pack;
+pub mod reload;
+pub mod store;
+
+use std::time::{Duration, SystemTime};
+
+use crate::decision::{Action, RiskLevel};
+use crate::router::ToolTiers;
+use crate::rules::fast::FastRuleSet;
+
+pub use compile::{CompileError, compile, compile_file, default_policy};
+pub use pack::Problem;
+
+/// The embedded default pack: what `serve` and `check` use without `--policy`.
+pub const DEFAULT_PACK: &str = include_str!("../../deploy/policies/default.yaml");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Enforce,
+    Shadow,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Shadow => "shadow",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SyncConfig {
+    /// The time box for the whole fast path of one event.
+    pub timeout: Duration,
+    /// On overrun: ALLOW with a `sync_timeout` hit (true) or STOP (false).
+    pub fail_open: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct AsyncConfig {
+    pub enabled: bool,
+    pub fail_open: bool,
+    pub workers: u32,
+    pub queue_capacity: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouterConfig {
+    pub high_risk_wait: Duration,
+    pub medium_risk_wait: Duration,
+    pub critical_fail_closed: bool,
+    /// Tiers whose allowed calls become a PAUSE for a human.
+    pub require_approval: Vec<RiskLevel>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub strike_limit: u32,
+    pub ttl: Duration,
+    pub max_sessions: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetryConfig {
+    pub max_attempts: u32,
+    pub escalate_to: Action,
+}
+
+/// A compiled, immutable policy. Requests hold an `Arc<Policy>` from start to end, so a
+/// reload never changes the rules under a call in flight.
+#[derive(Debug)]
+pub struct Policy {
+    pub name: String,
+    pub version: String,
+    /// First 12 hex chars of the SHA-256 of the pack text (and environment).
+    pub hash: String,
+    /// Where it came from: a file path or `embedded`.
+    pub source: String,
+    pub env: Option<String>,
+    pub mode: Mode,
+    pub sync: SyncConfig,
+    pub async_cfg: AsyncConfig,
+    pub max_message_bytes: usize,
+    pub rules: FastRuleSet,
+    pub tiers: ToolTiers,
+    pub router: RouterConfig,
+    pub sessions: SessionConfig,
+    pub approval_ttl: Duration,
+    pub retry: RetryConfig,
+    /// Non-fatal findings (ignored keys, unknown config keys) for `validate` and the log.
+    pub warnings: Vec<Problem>,
+    pub loaded_at: SystemTime,
+}
+
+impl Policy {
+    /// The version string every Decision carries: the pack's version and content hash, so
+    /// two different packs that both say `1.0` are still told apart.
+    pub fn version_tag(&self) -> String {
+        format!("{}@{}", self.version, self.hash)
+    }
+}

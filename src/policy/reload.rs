@@ -1,0 +1,88 @@
+//! Reloads the pack when its file changes (polled, so ConfigMap symlink swaps are seen) and
+//! on SIGHUP: read, validate, compile, then swap. A bad pack never replaces a good one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use super::compile_file;
+use super::store::PolicyStore;
+
+/// How often the file is checked. Kubernetes updates mounted ConfigMaps within about a
+/// minute; a one-second poll costs one small read.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+pub struct Reloader {
+    pub path: PathBuf,
+    pub env: Option<String>,
+    pub store: Arc<PolicyStore>,
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+impl Reloader {
+    /// Tries one reload now; returns true when a new policy was swapped in.
+    pub fn reload_now(&self) -> bool {
+        match compile_file(&self.path, self.env.as_deref()) {
+            Ok(policy) => {
+                for w in &policy.warnings {
+                    tracing::warn!(policy = %self.path.display(), warning = %w, "policy warning");
+                }
+                tracing::info!(
+                    pack = %policy.name,
+                    version = %policy.version_tag(),
+                    "policy reloaded"
+                );
+                self.store.swap(policy);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "policy reload rejected; keeping the current policy");
+                self.store.record_failure(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Runs until `shutdown` flips: polls the file and listens for SIGHUP.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut last = std::fs::read(&self.path).ok().map(|b| digest(&b));
+        let mut tick = tokio::time::interval(POLL_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        #[cfg(unix)]
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        loop {
+            #[cfg(unix)]
+            let hup_fut = async {
+                match hup.as_mut() {
+                    Some(h) => {
+                        h.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            #[cfg(not(unix))]
+            let hup_fut = std::future::pending::<()>();
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = hup_fut => {
+                    tracing::info!("SIGHUP: reloading policy");
+                    last = std::fs::read(&self.path).ok().map(|b| digest(&b));
+                    self.reload_now();
+                }
+                _ = tick.tick() => {
+                    let now = std::fs::read(&self.path).ok().map(|b| digest(&b));
+                    if now.is_some() && now != last {
+                        last = now;
+                        self.reload_now();
+                    }
+                }
+            }
+        }
+    }
+}

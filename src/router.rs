@@ -1,0 +1,77 @@
+//! Tool → risk tier: exact names first, then the most specific matching glob, then the
+//! default (`*` or `__default__`, medium unless set).
+
+use crate::decision::RiskLevel;
+use crate::glob::Glob;
+
+#[derive(Debug, Clone)]
+pub struct ToolTiers {
+    /// Literal names and globs, most specific first (declaration order breaks ties).
+    entries: Vec<(Glob, RiskLevel)>,
+    default: RiskLevel,
+}
+
+impl Default for ToolTiers {
+    fn default() -> Self {
+        ToolTiers {
+            entries: Vec::new(),
+            default: RiskLevel::Medium,
+        }
+    }
+}
+
+impl ToolTiers {
+    /// `entries` in declaration order; `*` and `__default__` set the default.
+    pub fn new(entries: Vec<(String, RiskLevel)>) -> ToolTiers {
+        let mut default = RiskLevel::Medium;
+        let mut list = Vec::new();
+        for (name, level) in entries {
+            if name == "*" || name == "__default__" {
+                default = level;
+            } else {
+                list.push((Glob::new(&name), level));
+            }
+        }
+        // Stable sort keeps declaration order among equally specific globs; literals beat
+        // any glob.
+        list.sort_by_key(|(g, _)| (!g.is_literal(), std::cmp::Reverse(g.specificity())));
+        ToolTiers {
+            entries: list,
+            default,
+        }
+    }
+
+    pub fn tier(&self, tool: &str) -> RiskLevel {
+        self.entries
+            .iter()
+            .find(|(g, _)| g.matches(tool))
+            .map(|(_, l)| *l)
+            .unwrap_or(self.default)
+    }
+
+    pub fn default_tier(&self) -> RiskLevel {
+        self.default
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_beats_glob_beats_default() {
+        let t = ToolTiers::new(vec![
+            ("*".into(), RiskLevel::Low),
+            ("shell.*".into(), RiskLevel::High),
+            ("shell.echo".into(), RiskLevel::Safe),
+            ("tools.delete_user".into(), RiskLevel::Critical),
+        ]);
+        assert_eq!(t.tier("shell.echo"), RiskLevel::Safe);
+        assert_eq!(t.tier("shell.exec"), RiskLevel::High);
+        assert_eq!(t.tier("tools.delete_user"), RiskLevel::Critical);
+        assert_eq!(t.tier("search"), RiskLevel::Low);
+        assert_eq!(ToolTiers::default().tier("x"), RiskLevel::Medium);
+        let d = ToolTiers::new(vec![("__default__".into(), RiskLevel::High)]);
+        assert_eq!(d.tier("x"), RiskLevel::High);
+    }
+}

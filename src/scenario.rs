@@ -1,0 +1,366 @@
+//! The event JSON that `toolgate check` reads, and regression scenario files that
+//! `toolgate test` replays: each case an event plus the expected action, rules and redactions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::decision::{Action, Decision, RiskLevel, Status};
+use crate::engine::{CallMeta, evaluate};
+use crate::event::{Context, Event, EventKind, Message, PlannedAction};
+use crate::policy::Policy;
+
+/// An event as written by hand or by a framework: `event_type` plus the fields that kind
+/// uses. `arguments` may be a JSON value or `arguments_json` a JSON string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    pub event_type: String,
+    #[serde(default)]
+    pub context: ContextSpec,
+    #[serde(default)]
+    pub tool_name: String,
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    #[serde(default)]
+    pub arguments_json: Option<String>,
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub is_error: bool,
+    #[serde(default)]
+    pub messages: Vec<MessageSpec>,
+    #[serde(default)]
+    pub plan: Vec<PlanSpec>,
+    #[serde(default)]
+    pub chunk: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSpec {
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub step_id: String,
+    #[serde(default)]
+    pub tenant: String,
+    #[serde(default)]
+    pub task_goal: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageSpec {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    pub tool_name: String,
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    #[serde(default)]
+    pub arguments_json: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{field}: {message}")]
+pub struct SpecError {
+    pub field: String,
+    pub message: String,
+}
+
+fn spec_err(field: impl Into<String>, message: impl Into<String>) -> SpecError {
+    SpecError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+fn arguments(
+    field: &str,
+    value: Option<Value>,
+    text: Option<String>,
+) -> Result<Option<Value>, SpecError> {
+    match (value, text) {
+        (Some(_), Some(_)) => Err(spec_err(
+            field,
+            "give `arguments` or `arguments_json`, not both",
+        )),
+        (Some(v), None) => Ok(Some(v)),
+        (None, Some(t)) if t.trim().is_empty() => Ok(None),
+        (None, Some(t)) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| spec_err(format!("{field}_json"), format!("invalid JSON: {e}"))),
+        (None, None) => Ok(None),
+    }
+}
+
+impl EventSpec {
+    pub fn into_event(self) -> Result<Event, SpecError> {
+        let kind = EventKind::parse(&self.event_type).ok_or_else(|| {
+            spec_err(
+                "event_type",
+                format!(
+                    "unknown event type `{}` (expected llm_before, tool_call_start, tool_call_result or llm_stream_chunk)",
+                    self.event_type
+                ),
+            )
+        })?;
+        if matches!(kind, EventKind::ToolCallStart | EventKind::ToolCallResult)
+            && self.tool_name.trim().is_empty()
+        {
+            return Err(spec_err("tool_name", "must not be empty"));
+        }
+        let c = self.context;
+        let mut e = Event::new(
+            kind,
+            Context {
+                session_id: c.session_id,
+                step_id: c.step_id,
+                tenant: c.tenant,
+                task_goal: c.task_goal,
+                labels: c.labels,
+            },
+        );
+        e.arguments = arguments("arguments", self.arguments, self.arguments_json)?;
+        e.tool_name = self.tool_name;
+        e.output = self.output;
+        e.is_error = self.is_error;
+        e.chunk = self.chunk;
+        e.messages = self
+            .messages
+            .into_iter()
+            .map(|m| Message {
+                role: m.role,
+                content: m.content,
+            })
+            .collect();
+        for (i, p) in self.plan.into_iter().enumerate() {
+            e.plan.push(PlannedAction {
+                arguments: arguments(
+                    &format!("plan[{i}].arguments"),
+                    p.arguments,
+                    p.arguments_json,
+                )?,
+                tool_name: p.tool_name,
+            });
+        }
+        Ok(e)
+    }
+}
+
+/// One regression case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    pub event: EventSpec,
+    pub expect: Expect,
+}
+
+/// What the decision must show. Only the keys given are checked.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub action: Option<Action>,
+    pub status: Option<Status>,
+    /// Exactly these rule ids hit (order does not matter).
+    pub rules: Option<Vec<String>>,
+    /// At least these rule ids hit.
+    pub rules_include: Option<Vec<String>>,
+    /// None of these rule ids hit.
+    pub rules_exclude: Option<Vec<String>>,
+    pub risk_level: Option<RiskLevel>,
+    pub redacted_output: Option<String>,
+    pub redacted_arguments: Option<Value>,
+    pub redacted_messages: Option<Vec<String>>,
+    pub redacted_chunk: Option<String>,
+    /// Strings that must not appear anywhere in the serialized decision (raw secrets).
+    pub absent: Option<Vec<String>>,
+    pub shadow_action: Option<Action>,
+}
+
+/// Checks a decision against expectations; returns every mismatch.
+pub fn check(expect: &Expect, d: &Decision) -> Vec<String> {
+    let mut bad = Vec::new();
+    let ids: BTreeSet<&str> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
+    if let Some(a) = expect.action
+        && a != d.action
+    {
+        bad.push(format!("action: expected {a}, got {}", d.action));
+    }
+    if let Some(s) = expect.status
+        && s != d.status
+    {
+        bad.push(format!("status: expected {s:?}, got {:?}", d.status));
+    }
+    if let Some(rules) = &expect.rules {
+        let want: BTreeSet<&str> = rules.iter().map(String::as_str).collect();
+        if want != ids {
+            bad.push(format!("rules: expected {want:?}, got {ids:?}"));
+        }
+    }
+    if let Some(rules) = &expect.rules_include {
+        for r in rules {
+            if !ids.contains(r.as_str()) {
+                bad.push(format!("rules_include: `{r}` did not hit (got {ids:?})"));
+            }
+        }
+    }
+    if let Some(rules) = &expect.rules_exclude {
+        for r in rules {
+            if ids.contains(r.as_str()) {
+                bad.push(format!("rules_exclude: `{r}` hit"));
+            }
+        }
+    }
+    if let Some(l) = expect.risk_level {
+        let got = d.risk.as_ref().map(|r| r.level);
+        if got != Some(l) {
+            bad.push(format!("risk_level: expected {l}, got {got:?}"));
+        }
+    }
+    if let Some(t) = &expect.redacted_output
+        && d.redacted_output.as_ref() != Some(t)
+    {
+        bad.push(format!(
+            "redacted_output: expected {t:?}, got {:?}",
+            d.redacted_output
+        ));
+    }
+    if let Some(t) = &expect.redacted_chunk
+        && d.redacted_chunk.as_ref() != Some(t)
+    {
+        bad.push(format!(
+            "redacted_chunk: expected {t:?}, got {:?}",
+            d.redacted_chunk
+        ));
+    }
+    if let Some(v) = &expect.redacted_arguments {
+        let got: Option<Value> = d
+            .redacted_arguments_json
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok());
+        if got.as_ref() != Some(v) {
+            bad.push(format!("redacted_arguments: expected {v}, got {got:?}"));
+        }
+    }
+    if let Some(m) = &expect.redacted_messages {
+        let got: Vec<&str> = d
+            .redacted_messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        if got != m.iter().map(String::as_str).collect::<Vec<_>>() {
+            bad.push(format!("redacted_messages: expected {m:?}, got {got:?}"));
+        }
+    }
+    if let Some(absent) = &expect.absent {
+        let json = serde_json::to_string(d).unwrap_or_default();
+        for s in absent {
+            if json.contains(s.as_str()) {
+                bad.push(format!("absent: the decision contains `{s}`"));
+            }
+        }
+    }
+    if let Some(a) = expect.shadow_action
+        && d.shadow_action != Some(a)
+    {
+        bad.push(format!(
+            "shadow_action: expected {a}, got {:?}",
+            d.shadow_action
+        ));
+    }
+    bad
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub passed: usize,
+    pub failed: usize,
+    /// One line per failure (and per unreadable file).
+    pub failures: Vec<String>,
+}
+
+/// Scenario files under `dir` (recursively), sorted.
+pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if dir.is_file() {
+        out.push(dir.to_path_buf());
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let p = entry?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml") | Some("yml")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs every case of every file against the policy.
+pub fn run(files: &[PathBuf], policy: &Policy) -> Report {
+    let mut report = Report::default();
+    for file in files {
+        let name = file.display();
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                report.failed += 1;
+                report.failures.push(format!("{name}: cannot read: {e}"));
+                continue;
+            }
+        };
+        let cases: Vec<Case> = match serde_saphyr::from_str(&text) {
+            Ok(c) => c,
+            Err(e) => {
+                report.failed += 1;
+                report.failures.push(format!(
+                    "{name}: not a scenario file: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                ));
+                continue;
+            }
+        };
+        for case in cases {
+            let event = match case.event.into_event() {
+                Ok(e) => e,
+                Err(e) => {
+                    report.failed += 1;
+                    report
+                        .failures
+                        .push(format!("{name}: {}: bad event: {e}", case.name));
+                    continue;
+                }
+            };
+            let d = evaluate(&event, policy, &CallMeta::default());
+            let bad = check(&case.expect, &d);
+            if bad.is_empty() {
+                report.passed += 1;
+            } else {
+                report.failed += 1;
+                report
+                    .failures
+                    .push(format!("{name}: {}: {}", case.name, bad.join("; ")));
+            }
+        }
+    }
+    report
+}

@@ -1,0 +1,162 @@
+//! Guarding streamed model output: text is released chunk by chunk, with a short tail held
+//! back so a secret split across chunks is still seen whole before any of it leaves.
+
+use crate::decision::{Action, Decision, RedactionSpan, apply_spans};
+use crate::engine::{CallMeta, evaluate};
+use crate::event::{Context, Event, EventKind};
+use crate::policy::Policy;
+
+/// Bytes kept back after each chunk. Longer than the fixed-length secrets the catalog knows
+/// (tokens and keys are under 200 bytes); a match still growing at the end of the buffer
+/// (an unterminated PEM block) holds everything from its start.
+pub const HOLD_BACK: usize = 256;
+/// Most text ever held: past this, the buffer is released with its redactions applied even
+/// if a match is still open, so a stream cannot make the guard buffer without bound.
+pub const MAX_HELD: usize = 64 * 1024;
+
+pub struct StreamGuard {
+    context: Context,
+    held: String,
+    /// Bytes of the stream already released (offsets of released redactions are absolute).
+    released: usize,
+    stopped: bool,
+}
+
+/// What one chunk produced.
+#[derive(Debug)]
+pub struct StreamStep {
+    pub decision: Decision,
+    pub released_text: String,
+    pub held_bytes: usize,
+}
+
+impl StreamGuard {
+    pub fn new(context: Context) -> StreamGuard {
+        StreamGuard {
+            context,
+            held: String::new(),
+            released: 0,
+            stopped: false,
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Adds a chunk and returns what may be forwarded now. On `final` everything is released.
+    pub fn push(
+        &mut self,
+        chunk: &str,
+        final_chunk: bool,
+        policy: &Policy,
+        meta: &CallMeta,
+    ) -> StreamStep {
+        self.held.push_str(chunk);
+        let mut event = Event::new(EventKind::LlmStreamChunk, self.context.clone());
+        event.chunk = std::mem::take(&mut self.held);
+        let mut decision = evaluate(&event, policy, meta);
+        let text = event.chunk;
+
+        if decision.action == Action::Stop && decision.enforced {
+            // Nothing more leaves once the stream is stopped.
+            self.stopped = true;
+            self.released += text.len();
+            decision.redactions.clear();
+            decision.redacted_chunk = None;
+            return StreamStep {
+                decision,
+                released_text: String::new(),
+                held_bytes: 0,
+            };
+        }
+
+        let mut cut = if final_chunk || text.len() > MAX_HELD {
+            text.len()
+        } else {
+            floor_boundary(&text, text.len().saturating_sub(HOLD_BACK))
+        };
+        if !(final_chunk || text.len() > MAX_HELD) {
+            // A match that reaches past the cut may still be growing: hold it whole.
+            for s in &decision.redactions {
+                if s.end > cut {
+                    cut = cut.min(s.start);
+                }
+            }
+        }
+        let (released_spans, _): (Vec<&RedactionSpan>, Vec<&RedactionSpan>) =
+            decision.redactions.iter().partition(|s| s.end <= cut);
+        let released_text = apply_spans(&text[..cut], &released_spans);
+        let base = self.released;
+        decision.redactions = released_spans
+            .into_iter()
+            .map(|s| RedactionSpan {
+                start: s.start + base,
+                end: s.end + base,
+                ..s.clone()
+            })
+            .collect();
+        decision.redacted_chunk = None;
+        self.released += cut;
+        self.held = text[cut..].to_string();
+        StreamStep {
+            decision,
+            released_text,
+            held_bytes: self.held.len(),
+        }
+    }
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::default_policy;
+
+    #[test]
+    fn secret_split_across_chunks_never_leaves() {
+        let mut policy = default_policy(None).unwrap();
+        policy.sync.timeout = std::time::Duration::from_secs(30);
+        let mut g = StreamGuard::new(Context::default());
+        let key = "AKIAIOSFODNN7EXAMPLE";
+        let pieces = [
+            "Here is the key: AKIAIOSF",
+            "ODNN7EXAMPLE and more text ",
+            "that follows.",
+        ];
+        let mut out = String::new();
+        for (i, p) in pieces.iter().enumerate() {
+            let step = g.push(p, i == pieces.len() - 1, &policy, &CallMeta::default());
+            out.push_str(&step.released_text);
+        }
+        assert!(!out.contains(key), "{out}");
+        assert!(!out.contains("AKIAIOSF"), "{out}");
+        assert!(out.starts_with("Here is the key: [REDACTED"), "{out}");
+        assert!(out.ends_with("and more text that follows."), "{out}");
+    }
+
+    #[test]
+    fn long_benign_stream_is_released_with_bounded_hold() {
+        let mut policy = default_policy(None).unwrap();
+        policy.sync.timeout = std::time::Duration::from_secs(30);
+        let mut g = StreamGuard::new(Context::default());
+        let mut out = String::new();
+        let chunk = "The quick brown fox jumps over the lazy dog. ";
+        for _ in 0..100 {
+            let step = g.push(chunk, false, &policy, &CallMeta::default());
+            assert!(step.held_bytes <= HOLD_BACK + chunk.len());
+            out.push_str(&step.released_text);
+        }
+        out.push_str(
+            &g.push("", true, &policy, &CallMeta::default())
+                .released_text,
+        );
+        assert_eq!(out, chunk.repeat(100));
+    }
+}

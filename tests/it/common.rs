@@ -1,0 +1,58 @@
+use std::path::PathBuf;
+
+use toolgate::app::{Running, ServeOptions, start};
+use toolgate::proto::guard_service_client::GuardServiceClient;
+use toolgate::proto::{EventContext, ToolCallStartRequest};
+use tonic::transport::Channel;
+
+/// The embedded default pack with the time box lifted: debug builds on a loaded CI machine
+/// can exceed 5 ms, and these tests assert behaviour, not speed.
+pub fn default_pack_file(dir: &std::path::Path) -> PathBuf {
+    let text = toolgate::policy::DEFAULT_PACK.replace("timeout_ms: 5,", "timeout_ms: 5000,");
+    assert!(text.contains("timeout_ms: 5000,"));
+    let path = dir.join("default.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+pub async fn server(policy: Option<PathBuf>) -> Running {
+    let policy = match policy {
+        Some(p) => p,
+        None => {
+            let dir = tempfile::tempdir().unwrap().keep();
+            default_pack_file(&dir)
+        }
+    };
+    start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(policy),
+        env: None,
+        max_in_flight: 64,
+    })
+    .await
+    .expect("server starts")
+}
+
+pub async fn client(s: &Running) -> GuardServiceClient<Channel> {
+    GuardServiceClient::connect(format!("http://{}", s.addr))
+        .await
+        .expect("client connects")
+}
+
+pub fn ctx(session: &str) -> Option<EventContext> {
+    Some(EventContext {
+        session_id: session.into(),
+        step_id: "1".into(),
+        tenant: "acme".into(),
+        task_goal: "tidy the repository".into(),
+        labels: Default::default(),
+    })
+}
+
+pub fn start_req(tool: &str, args: &str) -> ToolCallStartRequest {
+    ToolCallStartRequest {
+        context: ctx("s1"),
+        tool_name: tool.into(),
+        arguments_json: args.into(),
+    }
+}

@@ -1,0 +1,4 @@
+mod cli;
+mod common;
+mod grpc;
+mod reload;
