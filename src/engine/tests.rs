@@ -319,3 +319,69 @@ fn large_output_is_scanned_in_windows_and_a_late_secret_is_found() {
             .ends_with("[REDACTED:github_token]")
     );
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SECRETS: [&str; 5] = [
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
+        "xoxb-123456789012-abcdefghijklmnop",
+        "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
+    ];
+
+    fn filler() -> impl Strategy<Value = String> {
+        // Benign text with separators, unicode and invisible characters around secrets.
+        proptest::collection::vec(
+            prop_oneof![
+                Just(" ".to_string()),
+                Just("\n".to_string()),
+                Just("é".to_string()),
+                Just("\u{200B}".to_string()),
+                Just("ｘ".to_string()),
+                "[a-z]{1,8}",
+                "[0-9]{1,3}",
+            ],
+            0..12,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn redacted_output_never_contains_a_secret_and_spans_are_disjoint(
+            parts in proptest::collection::vec((filler(), 0usize..SECRETS.len()), 1..5),
+            tail in filler(),
+        ) {
+            let p = pack("");
+            let mut out = String::new();
+            for (f, s) in &parts {
+                out.push_str(f);
+                out.push(' ');
+                out.push_str(SECRETS[*s]);
+                out.push(' ');
+            }
+            out.push_str(&tail);
+            let d = evaluate(&tool_result(&out), &p, &CallMeta::default());
+            prop_assert_eq!(d.action, Action::Redact);
+            let red = d.redacted_output.clone().unwrap();
+            for s in SECRETS {
+                prop_assert!(!red.contains(s), "{} leaked in {}", s, red);
+            }
+            let json = serde_json::to_string(&d).unwrap();
+            for (_, s) in &parts {
+                prop_assert!(!json.contains(SECRETS[*s]));
+            }
+            for w in d.redactions.windows(2) {
+                prop_assert!(w[0].end < w[1].start, "{:?}", d.redactions);
+            }
+            for r in &d.redactions {
+                prop_assert!(out.is_char_boundary(r.start) && out.is_char_boundary(r.end));
+            }
+        }
+    }
+}

@@ -53,7 +53,7 @@ pub fn luhn(s: &str) -> bool {
         sum += d;
         double = !double;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// IBAN lengths by country for the countries seen most often; others fall back to the

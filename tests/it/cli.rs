@@ -7,7 +7,8 @@ fn toolgate() -> Command {
 
 #[test]
 fn validate_accepts_shipped_packs_and_names_path_and_line_on_errors() {
-    for pack in ["deploy/policies/default.yaml"] {
+    {
+        let pack = "deploy/policies/default.yaml";
         let out = toolgate().args(["validate", pack]).output().unwrap();
         assert!(out.status.success(), "{pack}: {}", String::from_utf8_lossy(&out.stderr));
     }
