@@ -197,6 +197,9 @@ pub struct Decision {
     pub redacted_messages: Vec<crate::event::Message>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redacted_chunk: Option<String>,
+    /// The plan with redactions applied: (tool name, arguments JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted_plan: Vec<(String, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -125,6 +125,7 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         tier,
         &triggered,
         &fields,
+        &spans,
         &policy.router.require_approval,
     );
 
@@ -138,6 +139,7 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         redacted_arguments_json: None,
         redacted_messages: Vec::new(),
         redacted_chunk: None,
+        redacted_plan: Vec::new(),
         retry: None,
         stop: None,
         pause: None,
@@ -211,6 +213,31 @@ fn apply_redactions(
             }
         }
         d.redacted_arguments_json = serde_json::to_string(&redacted).ok();
+    }
+    if spans.iter().any(|s| s.field_path.starts_with("plan[")) {
+        d.redacted_plan = event
+            .plan
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let prefix = format!("plan[{i}].arguments");
+                let args = p.arguments.as_ref().map(|args| {
+                    let mut redacted = args.clone();
+                    for f in fields.iter().filter(|f| f.path.starts_with(&prefix)) {
+                        let own = spans_for(&f.path);
+                        if !own.is_empty() {
+                            replace_leaf(
+                                &mut redacted,
+                                &f.path[prefix.len()..],
+                                apply_spans(&f.text, &own),
+                            );
+                        }
+                    }
+                    redacted.to_string()
+                });
+                (p.tool_name.clone(), args.unwrap_or_default())
+            })
+            .collect();
     }
     if spans.iter().any(|s| s.field_path.starts_with("messages[")) {
         d.redacted_messages = event

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::decision::{RiskAssessment, RiskLevel};
+use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
 use crate::event::{Field, FieldKind};
 use crate::rules::fast::CompiledRule;
 
@@ -56,11 +56,14 @@ pub fn impact(level: RiskLevel) -> &'static str {
 }
 
 /// Builds the assessment. `tier` is the tool's tier (None for events without a tool).
+/// `spans` are the decision's redactions: resources are read from the redacted text, so a
+/// secret inside a URL or a path never reaches the answer.
 pub fn assess(
     tool: &str,
     tier: Option<RiskLevel>,
     triggered: &[&CompiledRule],
     fields: &[Field<'_>],
+    spans: &[RedactionSpan],
     require_approval: &[RiskLevel],
 ) -> RiskAssessment {
     let mut level = tier.unwrap_or(RiskLevel::Safe);
@@ -77,7 +80,7 @@ pub fn assess(
         }
     }
     let reversible = triggered.iter().all(|r| r.reversible);
-    let affected_resources = resources(fields);
+    let affected_resources = resources(fields, spans);
     let mut recommendations = Vec::new();
     if level >= RiskLevel::High {
         recommendations.push("have a human approve this action before it runs".to_string());
@@ -101,7 +104,7 @@ pub fn assess(
 
 /// `file:`, `url:` and `table:` resources named in the arguments, at most 10, in first-seen
 /// order.
-pub fn resources(fields: &[Field<'_>]) -> Vec<String> {
+pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |r: String| {
         if out.len() < MAX_RESOURCES && !out.contains(&r) {
@@ -112,7 +115,14 @@ pub fn resources(fields: &[Field<'_>]) -> Vec<String> {
         if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) {
             continue;
         }
-        let text = f.text.as_ref();
+        let own: Vec<&RedactionSpan> = spans.iter().filter(|s| s.field_path == f.path).collect();
+        let redacted;
+        let text = if own.is_empty() {
+            f.text.as_ref()
+        } else {
+            redacted = apply_spans(&f.text, &own);
+            redacted.as_str()
+        };
         let key = f
             .path
             .rsplit(['.', '\''])
@@ -129,7 +139,9 @@ pub fn resources(fields: &[Field<'_>]) -> Vec<String> {
             url_ranges.push(m.range());
             push(format!("url:{}", m.as_str()));
         }
-        for c in PATH.captures_iter(text) {
+        // The path regex has no literal to skip ahead on; most fields have no separator.
+        let has_path = memchr::memchr2(b'/', b'\\', text.as_bytes()).is_some();
+        for c in PATH.captures_iter(text).take_while(|_| has_path) {
             if let Some(m) = c.get(1)
                 && !url_ranges.iter().any(|r| r.contains(&m.start()))
             {
@@ -155,7 +167,7 @@ mod tests {
         let mut e = Event::new(EventKind::ToolCallStart, Context::default());
         e.tool_name = "t".into();
         e.arguments = Some(args);
-        resources(&e.fields())
+        resources(&e.fields(), &[])
     }
 
     #[test]

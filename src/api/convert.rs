@@ -155,6 +155,14 @@ pub fn decision(d: decision::Decision) -> proto::Decision {
                 content: m.content,
             })
             .collect(),
+        redacted_plan: d
+            .redacted_plan
+            .into_iter()
+            .map(|(tool_name, arguments_json)| proto::PlannedAction {
+                tool_name,
+                arguments_json,
+            })
+            .collect(),
         retry: d.retry.map(|r| proto::RetrySpec {
             corrective_message: r.corrective_message,
             attempt: r.attempt,

@@ -385,3 +385,35 @@ mod props {
         }
     }
 }
+
+#[test]
+fn secret_in_a_plan_is_redacted_in_the_redacted_plan() {
+    let p = pack("");
+    let mut e = Event::new(EventKind::LlmBefore, Context::default());
+    e.plan = vec![
+        crate::event::PlannedAction {
+            tool_name: "search".into(),
+            arguments: Some(json!({"q": "weather"})),
+        },
+        crate::event::PlannedAction {
+            tool_name: "http.post".into(),
+            arguments: Some(json!({"body": "key AKIAIOSFODNN7EXAMPLE"})),
+        },
+    ];
+    let d = evaluate(&e, &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert_eq!(d.redacted_plan.len(), 2);
+    assert_eq!(
+        d.redacted_plan[0],
+        ("search".to_string(), r#"{"q":"weather"}"#.to_string())
+    );
+    assert_eq!(
+        d.redacted_plan[1].1,
+        r#"{"body":"key [REDACTED:aws_access_key]"}"#
+    );
+    assert!(
+        !serde_json::to_string(&d)
+            .unwrap()
+            .contains("AKIAIOSFODNN7EXAMPLE")
+    );
+}

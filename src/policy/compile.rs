@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use regex::{Regex, RegexBuilder};
+use regex_automata::meta::Regex;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -22,7 +22,7 @@ use crate::glob::Glob;
 use crate::router::ToolTiers;
 use crate::rules::catalog;
 use crate::rules::fast::{CompiledRule, FastRuleSet, PatternInput, RuleMatcher};
-use crate::rules::{CatalogMatcher, CatalogRule, Validator};
+use crate::rules::{CatalogMatcher, CatalogRule, Prefilter, Validator};
 
 const DEFAULT_MAX_MESSAGE_BYTES: u64 = 4 * 1024 * 1024;
 const DEFAULT_PLAN_MAX_ACTIONS: usize = 20;
@@ -566,6 +566,7 @@ impl Cx<'_> {
                             validator: d.validator,
                             allow_emails: allow_emails.clone(),
                             anchors: d.anchors.iter().map(|a| a.to_ascii_lowercase()).collect(),
+                            prefilter: d.prefilter,
                         }),
                         // INVARIANT-like: catalog regexes are tested at build time; a failure
                         // here is still reported, never a panic.
@@ -692,6 +693,7 @@ impl Cx<'_> {
                             group: 0,
                             validator: Validator::None,
                             allow_emails: Arc::from(Vec::new()),
+                            prefilter: Prefilter::Anchors,
                         });
                     }
                     Err(e) => self.err(rpath, format!("invalid regex `{src}`: {e}")),
@@ -725,6 +727,7 @@ impl Cx<'_> {
                         validator: Validator::None,
                         allow_emails: Arc::from(Vec::new()),
                         anchors: keywords.iter().map(|k| k.to_ascii_lowercase()).collect(),
+                        prefilter: Prefilter::Anchors,
                     }),
                     Err(e) => self.err(format!("{path}.keywords"), format!("cannot compile: {e}")),
                 }
@@ -734,11 +737,14 @@ impl Cx<'_> {
     }
 }
 
-fn build_regex(src: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(src)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .build()
+fn build_regex(src: &str) -> Result<Regex, regex_automata::meta::BuildError> {
+    Regex::builder()
+        .configure(
+            Regex::config()
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+        )
+        .build(src)
 }
 
 /// Literals one of which starts every match (or, failing that, ends it), for the anchor

@@ -6,7 +6,7 @@
 //! possible match of a pattern contains at least one of its (lowercase ASCII) anchors. The
 //! tests at the bottom check the contract on every example they hold.
 
-use super::{CatalogMatcher, CatalogRule, PatternDef, Validator};
+use super::{CatalogMatcher, CatalogRule, PatternDef, Prefilter, Validator};
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::event::{EventKind, FieldKind};
 
@@ -151,10 +151,13 @@ const fn pattern(
         anchors,
         validator: Validator::None,
         group: 0,
+        prefilter: Prefilter::Anchors,
     }
 }
 
-const COMMAND_EVENTS: &[EventKind] = &[EventKind::ToolCallStart];
+// `llm_before` too: there the command rules see only the plan (their fields include `plan`,
+// not `messages`), so a plan that would `rm -rf /` is caught before the model is asked.
+const COMMAND_EVENTS: &[EventKind] = &[EventKind::ToolCallStart, EventKind::LlmBefore];
 /// Commands may arrive whole in one argument, split over several (the joined view) or in a plan.
 const COMMAND_FIELDS: &[FieldKind] = &[
     FieldKind::Arguments,
@@ -927,7 +930,7 @@ const SECRETS: &[PatternDef] = &[
         group: 1,
         ..pattern(
             "secret_assignment",
-            r#"(?-u:\b)(?:[A-Z][A-Z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|PAT|CREDENTIALS?)|PASSWORD|PASSWD|SECRET|TOKEN|(?i:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|bearer[_-]?token|password|passwd|secret|token))["']?(?:\s*[:=]\s*["']|=|:\s*)([^\s"'`<>${}()\[\],;*|&\\]{8,})(?:[\s"'`;&|]|\z)"#,
+            r#"(?-u:\b)(?:[A-Z][A-Z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|PAT|CREDENTIALS?)|[A-Z]{2,}PASS(?:WORD|WD)|PASSWORD|PASSWD|SECRET|TOKEN|(?i:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|bearer[_-]?token|password|passwd|secret|token))["']?(?:\s*[:=]\s*["']|=|:\s*)([^\s"'`<>${}()\[\],;*|&\\][^\s"'`<>{}()\[\],;|&\\]{7,})(?:[\s"'`;&|]|\z)"#,
             &[
                 "key",
                 "token",
@@ -939,18 +942,27 @@ const SECRETS: &[PatternDef] = &[
             ],
         )
     },
+    // `scheme://user:password@host`: the password between `:` and `@` (group 1).
+    PatternDef {
+        group: 1,
+        ..pattern(
+            "url_credentials",
+            r"(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s:/@]{3,})@",
+            &["://"],
+        )
+    },
 ];
 
 const PII: &[PatternDef] = &[
     // A domain that starts with a letter keeps `logo@2x.png` out, at the cost of numeric
-    // domains such as `163.com`. An address followed by `:` is an SSH or git remote
+    // domains such as `163.com`. An address followed by `:` and a path is an SSH or git remote
     // (`git@github.com:org/repo`), not a mailbox. Group 1 leaves out the character after.
     PatternDef {
         validator: Validator::EmailNotAllowed,
         group: 1,
         ..pattern(
             "email",
-            r"([a-z0-9._%+-]+@[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,24})(?:[^:\w]|\z)",
+            r"([a-z0-9._%+-]+@[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,24})(?:[^:\w]|:\s|:\z|\z)",
             &["@"],
         )
     },
@@ -959,6 +971,9 @@ const PII: &[PatternDef] = &[
     // runs have other shapes; area and exchange codes never start with 0 or 1.
     PatternDef {
         case_sensitive: true,
+        // The numbers the pattern is meant for have 9 or more digits (`+47 2212 3456`,
+        // `415-555-0100`); an ISO date (8 digits) never wakes the regex.
+        prefilter: Prefilter::DigitRun(9),
         ..pattern(
             "phone",
             r"(?-u:\B)\+[1-9][0-9]{0,2}[\s.-]?(?:\([0-9]{1,4}\)[\s.-]?)?[0-9]{1,4}(?:[\s.-]?[0-9]{2,4}){2,5}(?-u:\b)|\([2-9][0-9]{2}\)[\s.-]?[2-9][0-9]{2}[\s.-][0-9]{4}(?-u:\b)|(?-u:\b)[2-9][0-9]{2}[.-][2-9][0-9]{2}[.-][0-9]{4}(?-u:\b)",
@@ -971,6 +986,7 @@ const PII: &[PatternDef] = &[
     PatternDef {
         case_sensitive: true,
         validator: Validator::Luhn,
+        prefilter: Prefilter::DigitRun(13),
         ..pattern(
             "card_number",
             r"(?-u:\b)[2-6][0-9]{3}(?:[ -]?[0-9]){9,15}(?-u:\b)",
@@ -980,11 +996,13 @@ const PII: &[PatternDef] = &[
     PatternDef {
         case_sensitive: true,
         validator: Validator::Ssn,
+        prefilter: Prefilter::DigitRun(9),
         ..pattern("ssn", r"(?-u:\b)[0-9]{3}-[0-9]{2}-[0-9]{4}(?-u:\b)", &[])
     },
     PatternDef {
         case_sensitive: true,
         validator: Validator::Iban,
+        prefilter: Prefilter::CountryCodeDigits,
         ..pattern(
             "iban",
             r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?-u:\b)",
@@ -1072,11 +1090,24 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
         ..pattern(
             "addressed_to_assistant",
             concat!(
-                r"(?:(?m:^)[\s<!\->*#/]*|[.!?:]\s+|(?-u:\b)(?:hey|hi|dear|attention|note\s+to|notice\s+to|message\s+(?:to|for)|instructions?\s+(?:to|for)|to|for)\s+(?:the\s+|all\s+|any\s+)?)((?:ai\s+(?:assistant|agent|model)|ai|assistant|agent|llm|chatbot|language\s+model)\s*[:,]\s*(?:you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed|ordered)\s+to|will\s+now)|(?:(?:please|now|immediately|first)\s+)*(?:send|forward|e-?mail|upload|post|transfer|exfiltrate|share|delete|remove|run|execute|call|visit|open|navigate\s+to|fetch|download|ignore|disregard|reveal|grant|include|append|reply\s+with|respond\s+with|tell\s+the\s+user|do\s+not|don[’']?t|stop))(?-u:\b)",
+                r"(?:(?m:^)[\s<!\->*#/]*|[.!?:]\s+|(?-u:\b)(?:hey|hi|dear|attention|note\s+to|notice\s+to|message\s+(?:to|for)|instructions?\s+(?:to|for)|to|for)\s+(?:the\s+|all\s+|any\s+)?)((?:(?:ai\s+(?:assistant|agent|model)|assistant|agent|llm|chatbot|language\s+model)\s*[:,]|ai[ \t]?[:,])\s*(?:you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed|ordered)\s+to|will\s+now)|(?:(?:please|now|immediately|first)\s+)*(?:send|forward|e-?mail|upload|post|transfer|exfiltrate|share|delete|remove|run|execute|call|visit|open|navigate\s+to|fetch|download|ignore|disregard|reveal|grant|include|append|reply\s+with|respond\s+with|tell\s+the\s+user|do\s+not|don[’']?t|stop))(?-u:\b)",
                 rest_of_sentence!(),
                 ")"
             ),
-            &["ai", "assistant", "agent", "llm", "chatbot", "model"],
+            // A bare `ai` counts only right before `:` or `,` so the anchors can say so.
+            &[
+                "ai:",
+                "ai,",
+                "ai :",
+                "ai ,",
+                "ai\t:",
+                "ai\t,",
+                "assistant",
+                "agent",
+                "llm",
+                "chatbot",
+                "model",
+            ],
         )
     },
     // "AI agents reading this must send …": no address form, so only verbs that move data
@@ -1088,7 +1119,8 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
             r"(?-u:\b)(?:ai|llm)\s+(?:assistants?|agents?|models?)(?:\s+[\w’'-]+){0,4}?\s+(?:must|should|are\s+(?:required|instructed)\s+to)\s+(?:(?:immediately|now|also|first)\s+)?(?:send|forward|e-?mail|upload|post|transfer|exfiltrate|share|reveal|leak|copy)(?-u:\b)",
             rest_of_sentence!()
         ),
-        &["ai", "llm"],
+        // Every match holds one of these nouns; `ai` alone would wake the regex on "main".
+        &["assistant", "agent", "model"],
     ),
     pattern(
         "fake_chat_token",
@@ -1096,7 +1128,18 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
             r"<\|(?:im_start|im_end|system|assistant|user|endoftext|eot_id|start_header_id)\|>",
             rest_of_block!()
         ),
-        &["<|"],
+        // Full token names, not `<|`: three-byte-plus anchors keep the SIMD literal search
+        // selective on ordinary text.
+        &[
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|system|>",
+            "<|assistant|>",
+            "<|user|>",
+            "<|endoftext|>",
+            "<|eot_id|>",
+            "<|start_header_id|>",
+        ],
     ),
     // Role markers from chat templates. Log lines such as `[SYSTEM] started` and headings
     // such as `### System: requirements` are common, so a bracket marker needs its colon and
@@ -1440,7 +1483,8 @@ pub static CATALOG: &[CatalogRule] = &[
         description: "Direct prompt injection in user or tool messages: ignore previous instructions, DAN, developer mode, jailbreak.",
         events: &[EventKind::LlmBefore],
         fields: &[FieldKind::Messages],
-        roles: &["user", "tool"],
+        // `function` is the older OpenAI role for tool output.
+        roles: &["user", "tool", "function"],
         action: Action::Stop,
         level: RiskLevel::High,
         reason: "the message tries to override the assistant's instructions",
@@ -1457,7 +1501,7 @@ pub static CATALOG: &[CatalogRule] = &[
         description: "Requests to reveal the system prompt or hidden instructions.",
         events: &[EventKind::LlmBefore],
         fields: &[FieldKind::Messages],
-        roles: &["user"],
+        roles: &["user", "tool", "function"],
         action: Action::Stop,
         level: RiskLevel::High,
         reason: "the message asks the assistant to disclose its system prompt",
@@ -2029,8 +2073,13 @@ mod tests {
                 "GITHUB_TOKEN=abcdef0123456789",
                 "{\"api_key\": \"abcd1234efgh5678\"}",
                 "password: Sup3rS3cret!",
+                "DATABASE_URL=postgres://admin:S3cretPass@db.internal:5432/app",
+                "PGPASSWORD=s3cr3t-Passw0rd psql -h db -U app",
+                "DB_PASSWORD=s3cr3tP4$$word",
             ],
             miss: &[
+                "https://user@example.com/path",
+                "see http://example.com:8080/docs",
                 "send a bearer token in the Authorization header",
                 "basic authentication is supported",
                 "API_KEY=${API_KEY}",

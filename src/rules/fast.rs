@@ -1,18 +1,19 @@
-//! The fast rule set: every regex compiled once per policy, one Aho-Corasick pass over each
-//! field finds which anchored patterns can match, a RegexSet pass screens the unanchored
-//! ones, and only those candidates run their regex. All inside one time box.
+//! The fast rule set: every regex compiled once per policy; one Aho-Corasick pass per field
+//! finds where anchored patterns can match, one byte pass finds digit runs for the numeric
+//! PII patterns, and regexes run only on windows around those places. All inside one time box.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex_automata::Input;
+use regex_automata::meta::Regex;
 
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::event::{Event, EventKind, Field, FieldKind, Normalized};
 use crate::glob::Glob;
-use crate::rules::Validator;
 use crate::rules::validate;
+use crate::rules::{Prefilter, Validator};
 
 /// Fields above this size are scanned in overlapping windows so the time box is checked
 /// while a large input is being read, not only after it.
@@ -20,6 +21,13 @@ const WINDOW: usize = 64 * 1024;
 /// Overlap between windows: a match up to this long that crosses a window edge is still found
 /// whole in the next window.
 const WINDOW_OVERLAP: usize = 4 * 1024;
+/// Context searched around an anchor. A match that reaches the end of its search window is
+/// searched again to the end of the text, so this bounds cost, not match length.
+const ANCHOR_BEFORE: usize = 256;
+const ANCHOR_AFTER: usize = 1024;
+/// Context searched around a digit run (a leading `+`, `(` or country code; an IBAN's tail).
+const DIGITS_BEFORE: usize = 8;
+const DIGITS_AFTER: usize = 48;
 
 /// A rule ready to run.
 #[derive(Debug, Clone)]
@@ -52,6 +60,17 @@ impl CompiledRule {
             && (self.tools.is_empty() || self.tools.iter().any(|g| g.matches(tool)))
     }
 
+    /// Whether the rule looks at fields of this kind at all (roles aside).
+    fn field_in_kind(&self, kind: FieldKind) -> bool {
+        if kind == FieldKind::ArgumentsJoined {
+            self.action != Action::Redact
+                && self.fields & (FieldKind::Arguments.bit() | FieldKind::ArgumentsJoined.bit())
+                    != 0
+        } else {
+            self.fields & kind.bit() != 0
+        }
+    }
+
     fn field_in_scope(&self, f: &Field<'_>) -> bool {
         // Redacting rules never look at the joined argument view: a redaction must name a
         // real JSON leaf, and every leaf is scanned on its own anyway.
@@ -75,7 +94,7 @@ impl CompiledRule {
 
 #[derive(Debug, Clone)]
 pub enum RuleMatcher {
-    /// Indices into `FastRuleSet::patterns`.
+    /// Regex patterns (in `FastRuleSet::patterns`, by `CompiledPattern::rule`).
     Patterns,
     ToolAccess {
         allow: Vec<Glob>,
@@ -94,10 +113,12 @@ pub struct CompiledPattern {
     pub group: usize,
     pub validator: Validator,
     pub allow_emails: Arc<[String]>,
+    pub prefilter: Prefilter,
+    /// True when `prefilter` is `Anchors` with at least one anchor.
     pub anchored: bool,
 }
 
-/// Input to `FastRuleSet::build`: one pattern before the shared automata exist.
+/// Input to `FastRuleSet::build`: one pattern before the shared automaton exists.
 #[derive(Debug, Clone)]
 pub struct PatternInput {
     pub rule: usize,
@@ -106,21 +127,49 @@ pub struct PatternInput {
     pub group: usize,
     pub validator: Validator,
     pub allow_emails: Arc<[String]>,
-    /// Lowercase ASCII-insensitive literals; empty means unanchored.
+    /// Lowercase literals matched ASCII-case-insensitively; empty means no anchor.
     pub anchors: Vec<String>,
+    pub prefilter: Prefilter,
+}
+
+/// Anchors (lowercase) matched on lowercased text, so searchers are case-sensitive and keep
+/// their SIMD literal search (ASCII case-insensitive automata lose it).
+#[derive(Debug)]
+struct AnchorSet {
+    /// Groups of at most 64 multi-byte anchors, the most a Teddy searcher takes well.
+    groups: Vec<AnchorGroup>,
+    /// Single-byte anchors (`@`), found with memchr.
+    singles: Vec<(u8, Vec<u32>)>,
+}
+
+#[derive(Debug)]
+struct AnchorGroup {
+    /// SIMD (Teddy) searcher when the CPU supports it; several times faster than the
+    /// automaton on text where anchors are rare.
+    packed: Option<aho_corasick::packed::Searcher>,
+    ac: AhoCorasick,
+    /// Anchor id → pattern indices: its own patterns plus those of every anchor of the group
+    /// it contains, because at one start position only the longest anchor is reported.
+    patterns: Vec<Vec<u32>>,
+}
+
+const GROUP_SIZE: usize = 64;
+
+fn scope_index(event: EventKind, field: FieldKind) -> usize {
+    event as usize * FieldKind::ALL.len() + field as usize
 }
 
 #[derive(Debug)]
 pub struct FastRuleSet {
     pub rules: Vec<CompiledRule>,
     pub patterns: Vec<CompiledPattern>,
-    /// All anchors of all patterns, matched ASCII-case-insensitively.
-    anchors: Option<AhoCorasick>,
-    /// Anchor id → pattern indices.
-    anchor_patterns: Vec<Vec<u32>>,
-    /// Unanchored pattern indices, and a set over them to screen a field in one pass.
-    unanchored: Vec<u32>,
-    unanchored_set: Option<RegexSet>,
+    /// One anchor automaton per (event kind, field kind) scope, so each field is scanned only
+    /// for the anchors of rules that can apply to it. Indexed by `scope_index`.
+    scopes: Vec<Option<Arc<AnchorSet>>>,
+    /// Patterns whose prefilter is a digit run or IBAN shape.
+    digit_patterns: Vec<u32>,
+    /// Smallest `DigitRun` minimum among patterns (None: no digit patterns).
+    min_digit_run: Option<u8>,
 }
 
 /// One confirmed match.
@@ -149,8 +198,6 @@ pub struct ScanOutcome {
 pub enum BuildError {
     #[error("cannot build the anchor automaton: {0}")]
     Anchors(#[from] aho_corasick::BuildError),
-    #[error("cannot build the unanchored regex set: {0}")]
-    Set(#[from] regex::Error),
 }
 
 impl FastRuleSet {
@@ -159,70 +206,75 @@ impl FastRuleSet {
         inputs: Vec<PatternInput>,
     ) -> Result<FastRuleSet, BuildError> {
         let mut patterns = Vec::with_capacity(inputs.len());
-        let mut anchor_lits: Vec<String> = Vec::new();
-        let mut anchor_patterns: Vec<Vec<u32>> = Vec::new();
-        let mut unanchored = Vec::new();
-        let mut unanchored_src = Vec::new();
+        let mut anchors_of: Vec<Vec<String>> = Vec::with_capacity(inputs.len());
+        let mut min_digit_run: Option<u8> = None;
+        let mut digit_patterns = Vec::new();
         for (i, p) in inputs.into_iter().enumerate() {
-            let idx = i as u32;
-            if p.anchors.is_empty() {
-                unanchored.push(idx);
-                unanchored_src.push(p.regex.as_str().to_string());
-            }
-            for a in &p.anchors {
-                let a = a.to_ascii_lowercase();
-                match anchor_lits.iter().position(|x| *x == a) {
-                    Some(pos) => anchor_patterns[pos].push(idx),
-                    None => {
-                        anchor_lits.push(a);
-                        anchor_patterns.push(vec![idx]);
-                    }
+            let anchored = p.prefilter == Prefilter::Anchors && !p.anchors.is_empty();
+            anchors_of.push(if anchored {
+                p.anchors.iter().map(|a| a.to_ascii_lowercase()).collect()
+            } else {
+                Vec::new()
+            });
+            match p.prefilter {
+                Prefilter::DigitRun(n) => {
+                    min_digit_run = Some(min_digit_run.map_or(n, |m| m.min(n)));
+                    digit_patterns.push(i as u32);
                 }
+                Prefilter::CountryCodeDigits => {
+                    min_digit_run = Some(min_digit_run.map_or(2, |m| m.min(2)));
+                    digit_patterns.push(i as u32);
+                }
+                Prefilter::Anchors => {}
             }
             patterns.push(CompiledPattern {
                 rule: p.rule,
                 kind: p.kind,
-                anchored: !p.anchors.is_empty(),
+                anchored,
+                prefilter: p.prefilter,
                 regex: p.regex,
                 group: p.group,
                 validator: p.validator,
                 allow_emails: p.allow_emails,
             });
         }
-        let anchors = if anchor_lits.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    .build(&anchor_lits)?,
-            )
-        };
-        // Each pattern's regex already carries its own flags inline (compile.rs prefixes
-        // `(?i)` where needed), so the set needs no flags of its own.
-        let unanchored_set = if unanchored_src.is_empty() {
-            None
-        } else {
-            Some(
-                RegexSetBuilder::new(&unanchored_src)
-                    .size_limit(64 << 20)
-                    .dfa_size_limit(16 << 20)
-                    .build()?,
-            )
-        };
+        // One automaton per scope; scopes with the same pattern set share it.
+        let mut scopes: Vec<Option<Arc<AnchorSet>>> = Vec::new();
+        let mut built: Vec<(Vec<u32>, Arc<AnchorSet>)> = Vec::new();
+        for event in EventKind::ALL {
+            for field in FieldKind::ALL {
+                let members: Vec<u32> = (0..patterns.len())
+                    .filter(|&pi| {
+                        let r = &rules[patterns[pi].rule];
+                        patterns[pi].anchored
+                            && r.events & event.bit() != 0
+                            && r.field_in_kind(field)
+                    })
+                    .map(|pi| pi as u32)
+                    .collect();
+                let set = if members.is_empty() {
+                    None
+                } else if let Some((_, set)) = built.iter().find(|(m, _)| *m == members) {
+                    Some(set.clone())
+                } else {
+                    let set = Arc::new(anchor_set(&members, &anchors_of)?);
+                    built.push((members, set.clone()));
+                    Some(set)
+                };
+                debug_assert_eq!(scopes.len(), scope_index(event, field));
+                scopes.push(set);
+            }
+        }
         Ok(FastRuleSet {
             rules,
             patterns,
-            anchors,
-            anchor_patterns,
-            unanchored,
-            unanchored_set,
+            scopes,
+            digit_patterns,
+            min_digit_run,
         })
     }
 
-    /// Scans the event's fields. `active` says which rules apply to this event (scope by
-    /// event kind and tool); `deadline` is the time box.
+    /// Scans the event's fields against every rule in scope, inside the time box.
     pub fn scan(
         &self,
         event: &Event,
@@ -237,86 +289,48 @@ impl FastRuleSet {
             .collect();
         out.rules_evaluated = active.iter().filter(|a| **a).count() as u32;
 
-        // Structural rules first: they are O(1) and decide on names, not text.
+        // Structural rules first: they decide on names and counts, not text.
         for (ri, rule) in self.rules.iter().enumerate() {
-            if !active[ri] {
-                continue;
-            }
-            match &rule.matcher {
-                RuleMatcher::Patterns => {}
-                RuleMatcher::ToolAccess { allow, deny } => {
-                    if event.kind == EventKind::ToolCallStart || event.kind == EventKind::LlmBefore
-                    {
-                        for (fi, f) in fields.iter().enumerate() {
-                            let is_tool = match f.kind {
-                                FieldKind::ToolName => true,
-                                FieldKind::Plan => f.path.ends_with(".tool_name"),
-                                _ => false,
-                            };
-                            if !is_tool {
-                                continue;
-                            }
-                            let name = f.text.as_ref();
-                            let denied = deny.iter().any(|g| g.matches(name))
-                                || (!allow.is_empty() && !allow.iter().any(|g| g.matches(name)));
-                            if denied {
-                                out.matches.push(FieldMatch {
-                                    rule: ri,
-                                    pattern: None,
-                                    field: fi,
-                                    start: 0,
-                                    end: name.len(),
-                                });
-                            }
-                        }
-                    }
-                }
-                RuleMatcher::PlanLimit { max_actions } => {
-                    if event.plan.len() > *max_actions {
-                        out.matches.push(FieldMatch {
-                            rule: ri,
-                            pattern: None,
-                            field: usize::MAX,
-                            start: 0,
-                            end: 0,
-                        });
-                    }
-                }
+            if active[ri] {
+                structural(ri, rule, event, fields, out);
             }
         }
 
-        // Which patterns could run at all on this event.
-        let pattern_active: Vec<bool> = self
-            .patterns
-            .iter()
-            .map(|p| active[p.rule] && matches!(self.rules[p.rule].matcher, RuleMatcher::Patterns))
-            .collect();
-        if !pattern_active.iter().any(|a| *a) {
-            return;
-        }
-
-        let mut candidate = vec![false; self.patterns.len()];
+        let mut scratch = Scratch {
+            in_scope: vec![false; self.patterns.len()],
+            lowered: Vec::new(),
+            windows: vec![Vec::new(); self.patterns.len()],
+        };
         for (fi, field) in fields.iter().enumerate() {
             if Instant::now() >= deadline {
                 out.overrun = true;
                 return;
             }
-            // Skip the field early when no active pattern's rule looks at it.
-            let in_scope: Vec<bool> = self
-                .patterns
-                .iter()
-                .enumerate()
-                .map(|(pi, p)| pattern_active[pi] && self.rules[p.rule].field_in_scope(field))
-                .collect();
-            if !in_scope.iter().any(|a| *a) {
+            let mut any = false;
+            for (pi, p) in self.patterns.iter().enumerate() {
+                let on = active[p.rule]
+                    && matches!(self.rules[p.rule].matcher, RuleMatcher::Patterns)
+                    && self.rules[p.rule].field_in_scope(field);
+                scratch.in_scope[pi] = on;
+                any |= on;
+            }
+            if !any {
                 continue;
             }
             let text = field.text.as_ref();
             let mut start = 0;
             loop {
                 let end = window_end(text, start);
-                let window = &text[start..end];
-                if !self.scan_window(fi, window, start, &in_scope, &mut candidate, deadline, out) {
+                let scope = self.scopes[scope_index(event.kind, field.kind)].as_deref();
+                if !self.scan_window(
+                    fi,
+                    &text[start..end],
+                    start,
+                    scope,
+                    &mut scratch,
+                    deadline,
+                    out,
+                ) {
                     out.overrun = true;
                     return;
                 }
@@ -337,74 +351,398 @@ impl FastRuleSet {
     }
 
     /// Scans one window of one field; returns false on time-box overrun.
-    #[allow(clippy::too_many_arguments)]
     fn scan_window(
         &self,
         field: usize,
         original: &str,
         base: usize,
-        in_scope: &[bool],
-        candidate: &mut [bool],
+        scope: Option<&AnchorSet>,
+        scratch: &mut Scratch,
         deadline: Instant,
         out: &mut ScanOutcome,
     ) -> bool {
         let norm = Normalized::new(original);
         let text = norm.text.as_ref();
-        candidate.iter_mut().for_each(|c| *c = false);
-        let mut any = false;
-        if let Some(ac) = &self.anchors {
-            for m in ac.find_overlapping_iter(text) {
-                for &pi in &self.anchor_patterns[m.pattern().as_usize()] {
-                    let pi = pi as usize;
-                    if in_scope[pi] && !candidate[pi] {
-                        candidate[pi] = true;
-                        any = true;
-                    }
-                }
-            }
+        for w in scratch.windows.iter_mut() {
+            w.clear();
         }
-        if let Some(set) = &self.unanchored_set
-            && self.unanchored.iter().any(|&pi| in_scope[pi as usize])
-        {
-            for si in set.matches(text).iter() {
-                let pi = self.unanchored[si] as usize;
-                if in_scope[pi] {
-                    candidate[pi] = true;
-                    any = true;
-                }
+        self.locate(text, scope, scratch);
+        // Windows from different searchers arrive out of order: sort and merge them.
+        for ws in scratch.windows.iter_mut().filter(|w| w.len() > 1) {
+            ws.sort_unstable();
+            let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ws.len());
+            for &(lo, hi) in ws.iter() {
+                push_window(&mut merged, lo, hi);
             }
-        }
-        if !any {
-            return true;
+            *ws = merged;
         }
         for (pi, p) in self.patterns.iter().enumerate() {
-            if !candidate[pi] {
+            let windows = &scratch.windows[pi];
+            if windows.is_empty() {
                 continue;
             }
             if Instant::now() >= deadline {
                 return false;
             }
-            for caps in p.regex.captures_iter(text) {
-                let Some(m) = caps.get(p.group).or_else(|| caps.get(0)) else {
-                    continue;
-                };
-                if m.is_empty() {
+            let mut caps = p.regex.create_captures();
+            // Windows are sorted and disjoint; a match is reported once even if a re-search
+            // past a window's end covers the next window too.
+            let mut searched_to = 0;
+            for &(lo, hi) in windows {
+                let lo = lo.max(searched_to);
+                if lo >= hi {
                     continue;
                 }
-                if !validate::check(p.validator, m.as_str(), &p.allow_emails) {
-                    continue;
+                let mut at = lo;
+                while at < hi {
+                    let mut input = Input::new(text).range(at..hi);
+                    let Some(m) = p.regex.search(&input) else {
+                        break;
+                    };
+                    let mut m_end = m.end();
+                    if m.end() == hi && hi < text.len() {
+                        // The match may continue past the window: search again to the end.
+                        input = Input::new(text).range(m.start()..);
+                        let Some(full) = p.regex.search(&input) else {
+                            break;
+                        };
+                        m_end = full.end();
+                    }
+                    let span = if p.group == 0 {
+                        Some((m.start(), m_end))
+                    } else {
+                        p.regex.search_captures(
+                            &Input::new(text)
+                                .range(m.start()..m_end)
+                                .anchored(regex_automata::Anchored::Yes),
+                            &mut caps,
+                        );
+                        caps.get_group(p.group).map(|s| (s.start, s.end))
+                    };
+                    if let Some((s, e)) = span
+                        && s < e
+                        && validate::check(p.validator, &text[s..e], &p.allow_emails)
+                    {
+                        let (os, oe) = norm.original_range(s, e);
+                        out.matches.push(FieldMatch {
+                            rule: p.rule,
+                            pattern: Some(pi),
+                            field,
+                            start: base + os,
+                            end: base + oe,
+                        });
+                    }
+                    at = if m_end > m.start() {
+                        m_end
+                    } else {
+                        m.start() + 1
+                    };
+                    searched_to = searched_to.max(at);
                 }
-                let (s, e) = norm.original_range(m.start(), m.end());
-                out.matches.push(FieldMatch {
-                    rule: p.rule,
-                    pattern: Some(pi),
-                    field,
-                    start: base + s,
-                    end: base + e,
-                });
+                searched_to = searched_to.max(hi);
             }
         }
         true
+    }
+
+    /// Fills `scratch.windows[p]` with sorted, merged byte ranges of `text` where pattern `p`
+    /// can match.
+    fn locate(&self, text: &str, scope: Option<&AnchorSet>, scratch: &mut Scratch) {
+        let len = text.len();
+        // Anchors: one leftmost-longest pass over lowercased text, restarting one byte after
+        // each hit so anchors that overlap a hit are still seen.
+        if let Some(set) = scope {
+            let hay: &[u8] = if text.bytes().any(|b| b.is_ascii_uppercase()) {
+                scratch.lowered.clear();
+                scratch.lowered.extend_from_slice(text.as_bytes());
+                scratch.lowered.make_ascii_lowercase();
+                &scratch.lowered
+            } else {
+                text.as_bytes()
+            };
+            for g in &set.groups {
+                let mut pos = 0;
+                while pos < len {
+                    let found = match &g.packed {
+                        Some(p) => p.find_in(hay, aho_corasick::Span::from(pos..len)),
+                        None => g.ac.find(aho_corasick::Input::new(hay).range(pos..)),
+                    };
+                    let Some(m) = found else {
+                        break;
+                    };
+                    for &pi in &g.patterns[m.pattern().as_usize()] {
+                        let pi = pi as usize;
+                        if scratch.in_scope[pi] {
+                            push_window(
+                                &mut scratch.windows[pi],
+                                m.start().saturating_sub(ANCHOR_BEFORE),
+                                (m.end() + ANCHOR_AFTER).min(len),
+                            );
+                        }
+                    }
+                    pos = m.start() + 1;
+                }
+            }
+            for (byte, pats) in &set.singles {
+                for at in memchr::memchr_iter(*byte, hay) {
+                    for &pi in pats {
+                        let pi = pi as usize;
+                        if scratch.in_scope[pi] {
+                            push_window(
+                                &mut scratch.windows[pi],
+                                at.saturating_sub(ANCHOR_BEFORE),
+                                (at + 1 + ANCHOR_AFTER).min(len),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Unanchored patterns without a screen run on the whole text.
+        for (pi, p) in self.patterns.iter().enumerate() {
+            if scratch.in_scope[pi] && p.prefilter == Prefilter::Anchors && !p.anchored {
+                scratch.windows[pi].push((0, len));
+            }
+        }
+        // Digit runs for numeric patterns.
+        let Some(min_run) = self.min_digit_run else {
+            return;
+        };
+        let wants_digits = self
+            .digit_patterns
+            .iter()
+            .any(|&pi| scratch.in_scope[pi as usize]);
+        if !wants_digits {
+            return;
+        }
+        let bytes = text.as_bytes();
+        for_each_digit_run(bytes, min_run as usize, |start, end, digits| {
+            for &pi in &self.digit_patterns {
+                let pi = pi as usize;
+                let p = &self.patterns[pi];
+                if !scratch.in_scope[pi] {
+                    continue;
+                }
+                let window = match p.prefilter {
+                    Prefilter::DigitRun(n) if digits >= n as usize => Some((
+                        start.saturating_sub(DIGITS_BEFORE),
+                        (end + DIGITS_BEFORE).min(len),
+                    )),
+                    Prefilter::CountryCodeDigits
+                        if start >= 2
+                            && bytes[start - 2].is_ascii_uppercase()
+                            && bytes[start - 1].is_ascii_uppercase() =>
+                    {
+                        Some((start - 2, (start + DIGITS_AFTER).min(len)))
+                    }
+                    _ => None,
+                };
+                if let Some((lo, hi)) = window {
+                    let (lo, hi) = char_bounds(text, lo, hi);
+                    push_window(&mut scratch.windows[pi], lo, hi);
+                }
+            }
+        });
+    }
+}
+
+fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, BuildError> {
+    let mut lits: Vec<String> = Vec::new();
+    let mut own: Vec<Vec<u32>> = Vec::new();
+    for &pi in members {
+        for a in &anchors_of[pi as usize] {
+            match lits.iter().position(|x| x == a) {
+                Some(pos) => own[pos].push(pi),
+                None => {
+                    lits.push(a.clone());
+                    own.push(vec![pi]);
+                }
+            }
+        }
+    }
+    let mut singles = Vec::new();
+    let mut multi: Vec<(String, Vec<u32>)> = Vec::new();
+    for (lit, pats) in lits.into_iter().zip(own) {
+        if lit.len() == 1 {
+            singles.push((lit.as_bytes()[0], pats));
+        } else {
+            multi.push((lit, pats));
+        }
+    }
+    let mut groups = Vec::new();
+    for chunk in multi.chunks(GROUP_SIZE) {
+        let lits: Vec<&str> = chunk.iter().map(|(l, _)| l.as_str()).collect();
+        let mut patterns: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| p.clone()).collect();
+        for (a, lit) in lits.iter().enumerate() {
+            for (b, other) in lits.iter().enumerate() {
+                if a != b && lit.contains(other) {
+                    let extra = chunk[b].1.clone();
+                    patterns[a].extend(extra);
+                }
+            }
+            patterns[a].sort_unstable();
+            patterns[a].dedup();
+        }
+        let ac = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&lits)?;
+        let packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
+            .builder()
+            .extend(&lits)
+            .build();
+        groups.push(AnchorGroup {
+            packed,
+            ac,
+            patterns,
+        });
+    }
+    Ok(AnchorSet { groups, singles })
+}
+
+struct Scratch {
+    in_scope: Vec<bool>,
+    /// Reused buffer for the lowercased text the anchor search runs on.
+    lowered: Vec<u8>,
+    /// Per pattern: sorted, merged search windows in the current text.
+    windows: Vec<Vec<(usize, usize)>>,
+}
+
+/// Appends a window, merging it into the last one when they touch. Callers push in
+/// increasing start order per pattern, except the whole-text window which stands alone.
+fn push_window(ws: &mut Vec<(usize, usize)>, lo: usize, hi: usize) {
+    if let Some(last) = ws.last_mut()
+        && lo <= last.1
+    {
+        last.1 = last.1.max(hi);
+        last.0 = last.0.min(lo);
+        return;
+    }
+    ws.push((lo, hi));
+}
+
+fn char_bounds(text: &str, mut lo: usize, mut hi: usize) -> (usize, usize) {
+    while lo > 0 && !text.is_char_boundary(lo) {
+        lo -= 1;
+    }
+    while hi < text.len() && !text.is_char_boundary(hi) {
+        hi += 1;
+    }
+    (lo, hi)
+}
+
+fn is_run_separator(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'-' | b'.' | b'(' | b')' | b'/')
+}
+
+/// Calls `f(start, end, digits)` for every run of ASCII digits joined by at most two
+/// separator bytes, when the run holds at least `min` digits. `start`..`end` spans the first
+/// to the last digit.
+fn for_each_digit_run(bytes: &[u8], min: usize, mut f: impl FnMut(usize, usize, usize)) {
+    let n = bytes.len();
+    let mut i = 0;
+    while i < n {
+        if !bytes[i].is_ascii_digit() {
+            i = next_digit(bytes, i + 1);
+            continue;
+        }
+        let start = i;
+        let mut digits = 0;
+        let mut end;
+        loop {
+            while i < n && bytes[i].is_ascii_digit() {
+                digits += 1;
+                i += 1;
+            }
+            end = i;
+            let mut j = i;
+            while j < n && j - i < 2 && is_run_separator(bytes[j]) {
+                j += 1;
+            }
+            if j > i && j < n && bytes[j].is_ascii_digit() {
+                i = j;
+            } else {
+                break;
+            }
+        }
+        if digits >= min {
+            f(start, end, digits);
+        }
+        i = end.max(start + 1);
+    }
+}
+
+/// Index of the first ASCII digit at or after `from` (or `bytes.len()`), eight bytes at a
+/// time: most text between numbers is skipped a word per step.
+fn next_digit(bytes: &[u8], mut from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while from + 8 <= bytes.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[from..from + 8]);
+        let x = u64::from_le_bytes(word);
+        // Per byte, with the high bit cleared so additions never carry into the next byte:
+        // high bit of (b + 0x50) is set when b >= 0x30, of (b + 0x46) when b >= 0x3A.
+        let low7 = x & !HIGH;
+        let ge_0 = low7.wrapping_add(ONES * 0x50);
+        let ge_colon = low7.wrapping_add(ONES * 0x46);
+        let digits = ge_0 & !ge_colon & !x & HIGH;
+        if digits != 0 {
+            return from + (digits.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    while from < bytes.len() && !bytes[from].is_ascii_digit() {
+        from += 1;
+    }
+    from
+}
+
+/// Tool allow/deny lists and plan limits.
+fn structural(
+    ri: usize,
+    rule: &CompiledRule,
+    event: &Event,
+    fields: &[Field<'_>],
+    out: &mut ScanOutcome,
+) {
+    match &rule.matcher {
+        RuleMatcher::Patterns => {}
+        RuleMatcher::ToolAccess { allow, deny } => {
+            for (fi, f) in fields.iter().enumerate() {
+                let is_tool = match f.kind {
+                    FieldKind::ToolName => true,
+                    FieldKind::Plan => f.path.ends_with(".tool_name"),
+                    _ => false,
+                };
+                if !is_tool {
+                    continue;
+                }
+                let name = f.text.as_ref();
+                let denied = deny.iter().any(|g| g.matches(name))
+                    || (!allow.is_empty() && !allow.iter().any(|g| g.matches(name)));
+                if denied {
+                    out.matches.push(FieldMatch {
+                        rule: ri,
+                        pattern: None,
+                        field: fi,
+                        start: 0,
+                        end: name.len(),
+                    });
+                }
+            }
+        }
+        RuleMatcher::PlanLimit { max_actions } => {
+            if event.plan.len() > *max_actions {
+                out.matches.push(FieldMatch {
+                    rule: ri,
+                    pattern: None,
+                    field: usize::MAX,
+                    start: 0,
+                    end: 0,
+                });
+            }
+        }
     }
 }
 
@@ -422,4 +760,61 @@ fn window_start(text: &str, prev_end: usize) -> usize {
         s += 1;
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(s: &str, min: usize) -> Vec<(usize, usize, usize)> {
+        let mut v = Vec::new();
+        for_each_digit_run(s.as_bytes(), min, |a, b, d| v.push((a, b, d)));
+        v
+    }
+
+    #[test]
+    fn digit_runs_join_short_separators() {
+        assert_eq!(runs("call (415) 555-0100 now", 8), vec![(6, 19, 10)]);
+        assert_eq!(runs("card 4111 1111 1111 1111.", 13), vec![(5, 24, 16)]);
+        // A date is 8 digits; a version string is short runs.
+        assert_eq!(runs("on 2026-11-21 v1.2.3", 9), vec![]);
+        assert_eq!(runs("12 -- 34", 1), vec![(0, 2, 2), (6, 8, 2)]);
+    }
+
+    #[test]
+    fn next_digit_matches_a_plain_scan() {
+        let texts = [
+            "",
+            "abc",
+            "abcdefgh1",
+            "éàü 7 ñ",
+            "\u{7f}\u{80}xyz:/;0",
+            "no digits here at all, none!",
+        ];
+        for t in texts {
+            let b = t.as_bytes();
+            for from in 0..=b.len() {
+                let want = (from..b.len())
+                    .find(|&i| b[i].is_ascii_digit())
+                    .unwrap_or(b.len());
+                assert_eq!(next_digit(b, from), want, "{t:?} from {from}");
+            }
+        }
+        let all: Vec<u8> = (0u8..=255).collect();
+        for from in 0..all.len() {
+            let want = (from..all.len())
+                .find(|&i| all[i].is_ascii_digit())
+                .unwrap_or(all.len());
+            assert_eq!(next_digit(&all, from), want);
+        }
+    }
+
+    #[test]
+    fn windows_merge_when_they_touch() {
+        let mut w = Vec::new();
+        push_window(&mut w, 0, 10);
+        push_window(&mut w, 5, 20);
+        push_window(&mut w, 30, 40);
+        assert_eq!(w, vec![(0, 20), (30, 40)]);
+    }
 }

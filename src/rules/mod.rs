@@ -63,6 +63,20 @@ pub struct PatternDef {
     /// Capture group that is the sensitive part (0: whole match). For `API_KEY=value` the
     /// value is redacted and the name kept.
     pub group: usize,
+    /// How the scanner finds where this pattern could match without running it everywhere.
+    pub prefilter: Prefilter,
+}
+
+/// Cheap screens that say where a pattern can match, so its regex runs on small windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefilter {
+    /// The pattern's `anchors` (an empty list: no screen, the regex runs on every field).
+    Anchors,
+    /// Every match holds a run of at least this many ASCII digits joined by at most two
+    /// separator chars (space, tab, `-`, `.`, `(`, `)`, `/`) between digits.
+    DigitRun(u8),
+    /// Every match starts with two ASCII capital letters and two digits (IBAN shape).
+    CountryCodeDigits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,15 +10,26 @@ fn validate_accepts_shipped_packs_and_names_path_and_line_on_errors() {
     {
         let pack = "deploy/policies/default.yaml";
         let out = toolgate().args(["validate", pack]).output().unwrap();
-        assert!(out.status.success(), "{pack}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{pack}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "policy_pack: x\nversion: \"1\"\nsync_rules:\n  - id: mine\n    regex: \"([a-z\"\n").unwrap();
+    std::fs::write(
+        &bad,
+        "policy_pack: x\nversion: \"1\"\nsync_rules:\n  - id: mine\n    regex: \"([a-z\"\n",
+    )
+    .unwrap();
     let out = toolgate().arg("validate").arg(&bad).output().unwrap();
     assert_eq!(out.status.code(), Some(64));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.yaml:5: sync_rules[0].regex: invalid regex"), "{err}");
+    assert!(
+        err.contains("bad.yaml:5: sync_rules[0].regex: invalid regex"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -27,13 +38,17 @@ fn every_shipped_pack_loads() {
     for dir in ["deploy", "helm"] {
         let mut stack = vec![std::path::PathBuf::from(dir)];
         while let Some(d) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in rd {
                 let p = e.unwrap().path();
                 if p.is_dir() {
                     stack.push(p);
                 } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml")
-                    && std::fs::read_to_string(&p).unwrap().contains("policy_pack:")
+                    && std::fs::read_to_string(&p)
+                        .unwrap()
+                        .contains("policy_pack:")
                 {
                     packs.push(p);
                 }
@@ -73,7 +88,11 @@ fn check_prints_the_decision_as_json() {
         .stderr(Stdio::piped())
         .spawn()
         .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(br#"{"event_type":"tool_call_start","tool_name":""}"#).unwrap();
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(br#"{"event_type":"tool_call_start","tool_name":""}"#)
+                .unwrap();
             c.wait_with_output()
         })
         .unwrap();
@@ -99,7 +118,14 @@ fn serve_exits_64_on_a_bad_pack() {
 fn rules_lists_the_catalog() {
     let out = toolgate().arg("rules").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for id in ["destructive-shell", "secrets", "pii", "injection-patterns", "tool-access", "plan-limits"] {
+    for id in [
+        "destructive-shell",
+        "secrets",
+        "pii",
+        "injection-patterns",
+        "tool-access",
+        "plan-limits",
+    ] {
         assert!(text.contains(id), "{id} missing from:\n{text}");
     }
 }
@@ -110,9 +136,16 @@ fn corpus_passes_through_toolgate_test() {
     let out = toolgate().args(["test", "tests/cases"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let last = stdout.lines().last().unwrap_or("");
     let passed: usize = last.split(' ').next().unwrap().parse().unwrap();
-    assert!(passed >= 150, "corpus has {passed} cases; want at least 150");
+    assert!(
+        passed >= 150,
+        "corpus has {passed} cases; want at least 150"
+    );
     assert!(last.ends_with(" 0 failed"), "{last}");
 }

@@ -1,9 +1,9 @@
 use std::path::PathBuf;
 
+use tonic::transport::Channel;
 use toolgate::app::{Running, ServeOptions, start};
 use toolgate::proto::guard_service_client::GuardServiceClient;
 use toolgate::proto::{EventContext, ToolCallStartRequest};
-use tonic::transport::Channel;
 
 /// The embedded default pack with the time box lifted: debug builds on a loaded CI machine
 /// can exceed 5 ms, and these tests assert behaviour, not speed.
