@@ -737,7 +737,9 @@ impl Cx<'_> {
     }
 }
 
-fn build_regex(src: &str) -> Result<Regex, regex_automata::meta::BuildError> {
+/// The error is turned into text at once: the builder's error type is large, and only its
+/// message is ever shown.
+fn build_regex(src: &str) -> Result<Regex, String> {
     Regex::builder()
         .configure(
             Regex::config()
@@ -745,6 +747,7 @@ fn build_regex(src: &str) -> Result<Regex, regex_automata::meta::BuildError> {
                 .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
         )
         .build(src)
+        .map_err(|e| e.to_string())
 }
 
 /// Literals one of which starts every match (or, failing that, ends it), for the anchor

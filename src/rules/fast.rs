@@ -351,6 +351,7 @@ impl FastRuleSet {
     }
 
     /// Scans one window of one field; returns false on time-box overrun.
+    #[allow(clippy::too_many_arguments)]
     fn scan_window(
         &self,
         field: usize,
