@@ -153,7 +153,7 @@ struct AnchorGroup {
     patterns: Vec<Vec<u32>>,
 }
 
-const GROUP_SIZE: usize = 64;
+const GROUP_SIZE: usize = 32;
 
 fn scope_index(event: EventKind, field: FieldKind) -> usize {
     event as usize * FieldKind::ALL.len() + field as usize
@@ -222,7 +222,8 @@ impl FastRuleSet {
                     digit_patterns.push(i as u32);
                 }
                 Prefilter::CountryCodeDigits => {
-                    min_digit_run = Some(min_digit_run.map_or(2, |m| m.min(2)));
+                    // IBAN starts are reported by the run scan whatever the length.
+                    min_digit_run = Some(min_digit_run.unwrap_or(u8::MAX));
                     digit_patterns.push(i as u32);
                 }
                 Prefilter::Anchors => {}
@@ -637,8 +638,8 @@ fn is_run_separator(b: u8) -> bool {
 }
 
 /// Calls `f(start, end, digits)` for every run of ASCII digits joined by at most two
-/// separator bytes, when the run holds at least `min` digits. `start`..`end` spans the first
-/// to the last digit.
+/// separator bytes, when the run holds at least `min` digits or starts right after two ASCII
+/// capitals. `start`..`end` spans the first to the last digit.
 fn for_each_digit_run(bytes: &[u8], min: usize, mut f: impl FnMut(usize, usize, usize)) {
     let n = bytes.len();
     let mut i = 0;
@@ -666,7 +667,11 @@ fn for_each_digit_run(bytes: &[u8], min: usize, mut f: impl FnMut(usize, usize, 
                 break;
             }
         }
-        if digits >= min {
+        // IBAN shape: two capitals right before the digits (`GB82…`), whatever the run length.
+        let country_code = start >= 2
+            && bytes[start - 2].is_ascii_uppercase()
+            && bytes[start - 1].is_ascii_uppercase();
+        if digits >= min || country_code {
             f(start, end, digits);
         }
         i = end.max(start + 1);
@@ -780,6 +785,8 @@ mod tests {
         // A date is 8 digits; a version string is short runs.
         assert_eq!(runs("on 2026-11-21 v1.2.3", 9), vec![]);
         assert_eq!(runs("12 -- 34", 1), vec![(0, 2, 2), (6, 8, 2)]);
+        // IBAN-shaped starts are reported even when short.
+        assert_eq!(runs("x GB82 WEST", 9), vec![(4, 6, 2)]);
     }
 
     #[test]
