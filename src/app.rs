@@ -23,6 +23,9 @@ use crate::proto::guard_service_server::GuardServiceServer;
 use crate::rules::CatalogMatcher;
 use crate::rules::catalog::CATALOG;
 use crate::scenario;
+use crate::telemetry::Telemetry;
+use crate::telemetry::admin::{self, AdminState};
+use crate::telemetry::log::{self, DecisionLog, Sink};
 
 /// Bad configuration or input: the process exits 64 (EX_USAGE-style) rather than 1.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +45,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             listen,
             max_in_flight,
             log_format,
+            admin_listen,
+            decision_log,
+            decision_log_max_bytes,
+            decision_log_keep,
         } => {
             init_logging(&log_format);
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -49,11 +56,29 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                 .build()
                 .context("cannot start the async runtime")?;
             rt.block_on(async move {
+                let admin_listen = match admin_listen.as_str() {
+                    "off" => None,
+                    a => Some(
+                        a.parse::<SocketAddr>()
+                            .map_err(|e| UsageError(format!("--admin-listen `{a}`: {e}")))?,
+                    ),
+                };
+                let decision_log = match decision_log.as_str() {
+                    "off" => None,
+                    "-" => Some(Sink::Stdout),
+                    path => Some(Sink::File {
+                        path: PathBuf::from(path),
+                        max_bytes: decision_log_max_bytes,
+                        keep: decision_log_keep,
+                    }),
+                };
                 let opts = ServeOptions {
                     listen,
                     policy,
                     env,
                     max_in_flight,
+                    admin_listen,
+                    decision_log,
                 };
                 let server = start(opts).await?;
                 tracing::info!(addr = %server.addr, "toolgate listening");
@@ -207,12 +232,19 @@ pub struct ServeOptions {
     pub policy: Option<PathBuf>,
     pub env: Option<String>,
     pub max_in_flight: usize,
+    /// Admin HTTP address; `None` disables it.
+    pub admin_listen: Option<SocketAddr>,
+    /// Where decision lines go; `None` disables the log.
+    pub decision_log: Option<Sink>,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
 pub struct Running {
     pub addr: SocketAddr,
+    pub admin_addr: Option<SocketAddr>,
     pub store: Arc<PolicyStore>,
+    pub telemetry: Arc<Telemetry>,
+    admin: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<Result<(), tonic::transport::Error>>,
     reloader: Option<JoinHandle<()>>,
@@ -226,6 +258,13 @@ impl Running {
             let _ = r.await;
         }
         self.server.await.context("server task failed")??;
+        if let Some(a) = self.admin {
+            let _ = a.await;
+        }
+        // Every call has finished: flush the decision log before returning.
+        if let Ok(mut t) = Arc::try_unwrap(self.telemetry) {
+            t.log.close();
+        }
         Ok(())
     }
 }
@@ -244,6 +283,13 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         "policy loaded"
     );
     let max_message = policy.max_message_bytes;
+    let log = match opts.decision_log {
+        Some(sink) => DecisionLog::start(sink, log::hmac_key_from_env())
+            .context("cannot open the decision log")?,
+        None => DecisionLog::disabled(),
+    };
+    let telemetry = Arc::new(Telemetry::new(log)?);
+    telemetry.metrics.set_policy(&policy);
     let store = Arc::new(PolicyStore::new(policy));
     let (shutdown, shutdown_rx) = watch::channel(false);
 
@@ -252,9 +298,36 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
             path,
             env: opts.env.clone(),
             store: store.clone(),
+            telemetry: Some(telemetry.clone()),
         };
         tokio::spawn(r.run(shutdown_rx.clone()))
     });
+
+    let (admin_addr, admin) = match opts.admin_listen {
+        Some(a) => {
+            let listener = TcpListener::bind(a)
+                .await
+                .with_context(|| format!("cannot listen on {a} (admin)"))?;
+            let addr = listener.local_addr()?;
+            let app = admin::router(AdminState {
+                store: store.clone(),
+                telemetry: telemetry.clone(),
+            });
+            let mut stop = shutdown_rx.clone();
+            let task = tokio::spawn(async move {
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.wait_for(|s| *s).await;
+                    })
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "admin server failed");
+                }
+            });
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<GuardServiceServer<Guard>>().await;
@@ -270,7 +343,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .build_v1alpha()
         .context("cannot build gRPC reflection (v1alpha)")?;
 
-    let guard = GuardServiceServer::new(Guard::new(store.clone()))
+    let guard = GuardServiceServer::new(Guard::new(store.clone(), telemetry.clone()))
         // Memory stays bounded: tonic checks the length prefix before reading a body.
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(usize::MAX);
@@ -294,7 +367,10 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     let server = tokio::spawn(server);
     Ok(Running {
         addr,
+        admin_addr,
         store,
+        telemetry,
+        admin,
         shutdown,
         server,
         reloader,

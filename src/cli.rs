@@ -34,6 +34,18 @@ pub enum Command {
         /// Log format on stderr: `json` or `text`.
         #[arg(long, default_value = "json")]
         log_format: String,
+        /// Admin HTTP (`/metrics`, `/healthz`, `/readyz`, `/policy`); `off` to disable.
+        #[arg(long, default_value = "127.0.0.1:9901")]
+        admin_listen: String,
+        /// Decision log: `-` for stdout, a file path (rotated by size), or `off`.
+        #[arg(long, default_value = "-")]
+        decision_log: String,
+        /// Rotate the decision log file past this many bytes.
+        #[arg(long, default_value_t = 100 * 1024 * 1024)]
+        decision_log_max_bytes: u64,
+        /// Rotated decision log files kept (`FILE.1` … `FILE.N`).
+        #[arg(long, default_value_t = 5)]
+        decision_log_keep: usize,
     },
     /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON.
     Check {

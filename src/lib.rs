@@ -14,3 +14,4 @@ pub mod router;
 pub mod rules;
 pub mod scenario;
 pub mod stream;
+pub mod telemetry;

@@ -40,6 +40,14 @@ impl StreamGuard {
         }
     }
 
+    /// The step as an event for telemetry: only the released (already redacted) text, never
+    /// the held tail, which may hold the start of a secret not yet recognised.
+    pub fn released_event(&self, step: &StreamStep) -> Event {
+        let mut e = Event::new(EventKind::LlmStreamChunk, self.context.clone());
+        e.chunk = step.released_text.clone();
+        e
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.stopped
     }

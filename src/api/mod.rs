@@ -7,6 +7,7 @@ pub mod status;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -16,16 +17,18 @@ use crate::policy::store::PolicyStore;
 use crate::proto;
 use crate::proto::guard_service_server::GuardService;
 use crate::stream::StreamGuard;
+use crate::telemetry::Telemetry;
 use status::ApiError;
 
 #[derive(Clone)]
 pub struct Guard {
     store: Arc<PolicyStore>,
+    telemetry: Arc<Telemetry>,
 }
 
 impl Guard {
-    pub fn new(store: Arc<PolicyStore>) -> Guard {
-        Guard { store }
+    pub fn new(store: Arc<PolicyStore>, telemetry: Arc<Telemetry>) -> Guard {
+        Guard { store, telemetry }
     }
 }
 
@@ -58,6 +61,7 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallStartRequest>,
     ) -> Result<Response<proto::ToolCallStartResponse>, Status> {
+        let started = Instant::now();
         let policy = self.store.load();
         let meta = CallMeta {
             trace_id: trace_id(req.metadata()),
@@ -66,6 +70,7 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_start(msg)?;
         let d = evaluate(&event, &policy, &meta);
+        self.telemetry.record(&event, &d, &policy, started);
         Ok(Response::new(proto::ToolCallStartResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -75,6 +80,7 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallResultRequest>,
     ) -> Result<Response<proto::ToolCallResultResponse>, Status> {
+        let started = Instant::now();
         let policy = self.store.load();
         let meta = CallMeta {
             trace_id: trace_id(req.metadata()),
@@ -83,6 +89,7 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_result(msg)?;
         let d = evaluate(&event, &policy, &meta);
+        self.telemetry.record(&event, &d, &policy, started);
         Ok(Response::new(proto::ToolCallResultResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -92,6 +99,7 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::LlmBeforeRequest>,
     ) -> Result<Response<proto::LlmBeforeResponse>, Status> {
+        let started = Instant::now();
         let policy = self.store.load();
         let meta = CallMeta {
             trace_id: trace_id(req.metadata()),
@@ -100,6 +108,7 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::llm_before(msg)?;
         let d = evaluate(&event, &policy, &meta);
+        self.telemetry.record(&event, &d, &policy, started);
         Ok(Response::new(proto::LlmBeforeResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -117,6 +126,7 @@ impl GuardService for Guard {
             trace_id: trace_id(req.metadata()),
         };
         let mut inbound = req.into_inner();
+        let telemetry = self.telemetry.clone();
         let out = async_stream(move |tx| async move {
             let mut guard: Option<StreamGuard> = None;
             loop {
@@ -145,9 +155,11 @@ impl GuardService for Guard {
                         .await;
                     return;
                 }
+                let started = Instant::now();
                 let g = guard
                     .get_or_insert_with(|| StreamGuard::new(convert::context(msg.context.clone())));
                 let step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
+                telemetry.record(&g.released_event(&step), &step.decision, &policy, started);
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(convert::decision(step.decision)),
                     released_text: step.released_text,
@@ -165,7 +177,9 @@ impl GuardService for Guard {
             if let Some(g) = guard.as_mut()
                 && !g.is_stopped()
             {
+                let started = Instant::now();
                 let step = g.push("", true, &policy, &meta);
+                telemetry.record(&g.released_event(&step), &step.decision, &policy, started);
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
                         decision: Some(convert::decision(step.decision)),

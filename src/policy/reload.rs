@@ -19,6 +19,8 @@ pub struct Reloader {
     pub path: PathBuf,
     pub env: Option<String>,
     pub store: Arc<PolicyStore>,
+    /// Reload outcomes and the policy-info series go to metrics when present.
+    pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 fn digest(bytes: &[u8]) -> [u8; 32] {
@@ -38,12 +40,19 @@ impl Reloader {
                     version = %policy.version_tag(),
                     "policy reloaded"
                 );
+                if let Some(t) = &self.telemetry {
+                    t.metrics.set_policy(&policy);
+                    t.metrics.reload(true);
+                }
                 self.store.swap(policy);
                 true
             }
             Err(e) => {
                 tracing::error!(error = %e, "policy reload rejected; keeping the current policy");
                 self.store.record_failure(e.to_string());
+                if let Some(t) = &self.telemetry {
+                    t.metrics.reload(false);
+                }
                 false
             }
         }

@@ -28,6 +28,8 @@ pub async fn server(policy: Option<PathBuf>) -> Running {
         policy: Some(policy),
         env: None,
         max_in_flight: 64,
+        admin_listen: Some("127.0.0.1:0".parse().unwrap()),
+        decision_log: None,
     })
     .await
     .expect("server starts")

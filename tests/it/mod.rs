@@ -1,4 +1,5 @@
 mod cli;
 mod common;
 mod grpc;
+mod observability;
 mod reload;

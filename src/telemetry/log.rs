@@ -1,0 +1,513 @@
+//! The decision log: one JSON line per decision, to stdout or a size-rotated file, written by
+//! its own thread behind a bounded queue so a slow disk never slows a decision. Lines carry
+//! redacted views and a keyed hash of the content, never a matched secret.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::decision::{Action, Decision};
+use crate::event::Event;
+use crate::policy::Policy;
+
+/// Lines waiting for the writer; past this they are dropped and counted.
+const QUEUE: usize = 8192;
+/// Longest excerpt of any one field in a line.
+const EXCERPT: usize = 2048;
+
+pub enum Sink {
+    Stdout,
+    File {
+        path: PathBuf,
+        max_bytes: u64,
+        keep: usize,
+    },
+}
+
+pub struct DecisionLog {
+    tx: Option<SyncSender<String>>,
+    writer: Option<JoinHandle<()>>,
+    key: Vec<u8>,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    decision_id: &'a str,
+    trace_id: &'a str,
+    span_id: &'a str,
+    session: &'a str,
+    step: &'a str,
+    tenant: &'a str,
+    event: &'a str,
+    tool: &'a str,
+    tier: Option<&'static str>,
+    action: &'static str,
+    status: crate::decision::Status,
+    enforced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shadow_action: Option<&'static str>,
+    hits: Vec<Hit<'a>>,
+    redactions: Vec<Redaction<'a>>,
+    policy_pack: &'a str,
+    policy_version: &'a str,
+    policy_hash: &'a str,
+    latency_us: u64,
+    /// HMAC-SHA256 of the raw event text under the log key: equal events share it, and it
+    /// reveals nothing of the content.
+    content_hmac: String,
+    /// The event with every redaction applied and long fields cut: enough to read what was
+    /// decided and to build a regression scenario (`toolgate test`).
+    replay: Replay,
+}
+
+#[derive(Serialize)]
+struct Hit<'a> {
+    rule_id: &'a str,
+    action: &'static str,
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+struct Redaction<'a> {
+    field_path: &'a str,
+    kind: &'a str,
+    start: usize,
+    end: usize,
+}
+
+#[derive(Serialize)]
+struct Replay {
+    event_type: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    tool_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<Value>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    output: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    messages: Vec<crate::event::Message>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    chunk: String,
+    /// True when a field was cut to the excerpt length (replay then differs from the call).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+}
+
+impl DecisionLog {
+    /// A log that writes nothing (used when logging is off).
+    pub fn disabled() -> DecisionLog {
+        DecisionLog {
+            tx: None,
+            writer: None,
+            key: Vec::new(),
+        }
+    }
+
+    /// Starts the writer thread. `key` is the HMAC key for content hashes.
+    pub fn start(sink: Sink, key: Vec<u8>) -> io::Result<DecisionLog> {
+        let (tx, rx) = sync_channel::<String>(QUEUE);
+        let mut out: Box<dyn LineWriter> = match sink {
+            Sink::Stdout => Box::new(io::stdout()),
+            Sink::File {
+                path,
+                max_bytes,
+                keep,
+            } => Box::new(RotatingFile::open(path, max_bytes, keep)?),
+        };
+        let writer = std::thread::Builder::new()
+            .name("decision-log".into())
+            .spawn(move || write_loop(rx, out.as_mut()))?;
+        Ok(DecisionLog {
+            tx: Some(tx),
+            writer: Some(writer),
+            key,
+        })
+    }
+
+    /// Queues one line; returns false when the queue was full and the line was dropped.
+    pub fn record(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> bool {
+        let Some(tx) = &self.tx else {
+            return true;
+        };
+        let line = self.line(event, d, policy, span_id);
+        match tx.try_send(line) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// Builds the JSON line (public for tests and benchmarks).
+    pub fn line(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> String {
+        let tier = match event.kind {
+            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
+                Some(policy.tiers.tier(&event.tool_name).as_str())
+            }
+            _ => None,
+        };
+        let line = Line {
+            time: rfc3339(SystemTime::now()),
+            decision_id: &d.decision_id,
+            trace_id: &d.trace_id,
+            span_id,
+            session: &event.context.session_id,
+            step: &event.context.step_id,
+            tenant: &event.context.tenant,
+            event: event.kind.as_str(),
+            tool: &event.tool_name,
+            tier,
+            action: d.action.as_str(),
+            status: d.status,
+            enforced: d.enforced,
+            shadow_action: d.shadow_action.map(Action::as_str),
+            hits: d
+                .hits
+                .iter()
+                .map(|h| Hit {
+                    rule_id: &h.rule_id,
+                    action: h.action.as_str(),
+                    level: h.risk_level.as_str(),
+                })
+                .collect(),
+            redactions: d
+                .redactions
+                .iter()
+                .map(|r| Redaction {
+                    field_path: &r.field_path,
+                    kind: &r.kind,
+                    start: r.start,
+                    end: r.end,
+                })
+                .collect(),
+            policy_pack: &policy.name,
+            policy_version: &d.policy_version,
+            policy_hash: &policy.hash,
+            latency_us: d.latency_us,
+            content_hmac: self.hmac(event),
+            replay: replay(event, d),
+        };
+        serde_json::to_string(&line).unwrap_or_default()
+    }
+
+    fn hmac(&self, event: &Event) -> String {
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.key) else {
+            return String::new();
+        };
+        mac.update(event.kind.as_str().as_bytes());
+        mac.update(&[0]);
+        mac.update(event.tool_name.as_bytes());
+        mac.update(&[0]);
+        if let Some(a) = &event.arguments {
+            mac.update(a.to_string().as_bytes());
+        }
+        mac.update(&[0]);
+        mac.update(event.output.as_bytes());
+        for m in &event.messages {
+            mac.update(&[0]);
+            mac.update(m.role.as_bytes());
+            mac.update(&[0]);
+            mac.update(m.content.as_bytes());
+        }
+        mac.update(&[0]);
+        mac.update(event.chunk.as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Stops the writer after it has written everything queued.
+    pub fn close(&mut self) {
+        self.tx = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for DecisionLog {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Cuts `s` to the excerpt length on a char boundary, noting when it did.
+fn cut(truncated: &mut bool, s: &str) -> String {
+    if s.len() <= EXCERPT {
+        return s.to_string();
+    }
+    *truncated = true;
+    let mut end = EXCERPT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The event as the decision left it: redacted views where rules redacted, otherwise the
+/// original; every text field cut to the excerpt length.
+fn replay(event: &Event, d: &Decision) -> Replay {
+    let mut truncated = false;
+    let args_text = d
+        .redacted_arguments_json
+        .clone()
+        .or_else(|| event.arguments.as_ref().map(|a| a.to_string()));
+    let arguments = match args_text {
+        Some(t) if t.len() <= EXCERPT => serde_json::from_str(&t).ok(),
+        Some(_) => {
+            truncated = true;
+            None
+        }
+        None => None,
+    };
+    let output = cut(
+        &mut truncated,
+        d.redacted_output.as_deref().unwrap_or(&event.output),
+    );
+    let chunk = cut(
+        &mut truncated,
+        d.redacted_chunk.as_deref().unwrap_or(&event.chunk),
+    );
+    let source = if d.redacted_messages.is_empty() {
+        &event.messages
+    } else {
+        &d.redacted_messages
+    };
+    let messages = source
+        .iter()
+        .map(|m| crate::event::Message {
+            role: m.role.clone(),
+            content: cut(&mut truncated, &m.content),
+        })
+        .collect();
+    Replay {
+        event_type: event.kind.as_str(),
+        tool_name: event.tool_name.clone(),
+        arguments,
+        output,
+        messages,
+        chunk,
+        truncated,
+    }
+}
+
+trait LineWriter: Send {
+    fn write_line(&mut self, line: &str) -> io::Result<()>;
+    fn flush_all(&mut self) -> io::Result<()>;
+}
+
+impl LineWriter for io::Stdout {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let mut l = self.lock();
+        l.write_all(line.as_bytes())?;
+        l.write_all(b"\n")
+    }
+    fn flush_all(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+}
+
+fn write_loop(rx: Receiver<String>, out: &mut dyn LineWriter) {
+    while let Ok(line) = rx.recv() {
+        if let Err(e) = out.write_line(&line) {
+            // The log must not take the server down; say so once per failure on stderr.
+            eprintln!("toolgate: decision log write failed: {e}");
+        }
+        // Flush when the queue is drained so lines reach the file promptly under low load.
+        if let Ok(next) = rx.try_recv() {
+            let _ = out.write_line(&next);
+            continue;
+        }
+        let _ = out.flush_all();
+    }
+    let _ = out.flush_all();
+}
+
+/// A file that rotates to `path.1`, `path.2`, … when it grows past `max_bytes`.
+struct RotatingFile {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: usize,
+    file: io::BufWriter<File>,
+    written: u64,
+}
+
+impl RotatingFile {
+    fn open(path: PathBuf, max_bytes: u64, keep: usize) -> io::Result<RotatingFile> {
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let written = file.metadata()?.len();
+        Ok(RotatingFile {
+            path,
+            max_bytes: max_bytes.max(1024),
+            keep: keep.max(1),
+            file: io::BufWriter::new(file),
+            written,
+        })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        self.file.flush()?;
+        for i in (1..self.keep).rev() {
+            let from = numbered(&self.path, i);
+            if from.exists() {
+                std::fs::rename(&from, numbered(&self.path, i + 1))?;
+            }
+        }
+        std::fs::rename(&self.path, numbered(&self.path, 1))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.file = io::BufWriter::new(file);
+        self.written = 0;
+        Ok(())
+    }
+}
+
+fn numbered(path: &Path, i: usize) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{i}"));
+    PathBuf::from(s)
+}
+
+impl LineWriter for RotatingFile {
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let len = line.len() as u64 + 1;
+        if self.written > 0 && self.written + len > self.max_bytes {
+            self.rotate()?;
+        }
+        self.file.write_all(line.as_bytes())?;
+        self.file.write_all(b"\n")?;
+        self.written += len;
+        Ok(())
+    }
+    fn flush_all(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// `2026-11-21T23:59:59.123456Z` from a system time (UTC, no time-zone database needed).
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        d.subsec_micros()
+    )
+}
+
+/// The HMAC key: `TOOLGATE_LOG_HMAC_KEY` when set (so hashes compare across restarts and
+/// replicas), else 32 random bytes for this process.
+pub fn hmac_key_from_env() -> Vec<u8> {
+    if let Ok(k) = std::env::var("TOOLGATE_LOG_HMAC_KEY")
+        && !k.is_empty()
+    {
+        return k.into_bytes();
+    }
+    let mut key = vec![0u8; 32];
+    if getrandom::fill(&mut key).is_err() {
+        // No OS randomness: fall back to the clock, which still keeps hashes unguessable
+        // enough for correlation (they are not a security boundary).
+        let t = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        key = t.to_le_bytes().to_vec();
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{CallMeta, evaluate};
+    use crate::event::{Context, EventKind};
+    use crate::policy::default_policy;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+        let t = UNIX_EPOCH + std::time::Duration::from_secs(1_795_305_599);
+        assert_eq!(rfc3339(t), "2026-11-21T23:59:59.000000Z");
+        let leap = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn a_line_has_no_raw_secret_and_replays_as_a_scenario_event() {
+        let mut p = default_policy(None).unwrap();
+        p.sync.timeout = std::time::Duration::from_secs(30);
+        let mut e = Event::new(
+            EventKind::ToolCallResult,
+            Context {
+                session_id: "s9".into(),
+                ..Context::default()
+            },
+        );
+        e.tool_name = "http.get".into();
+        e.output =
+            "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 and mail bob@corp.example".into();
+        let d = evaluate(&e, &p, &CallMeta::default());
+        let log = DecisionLog {
+            tx: None,
+            writer: None,
+            key: b"k".to_vec(),
+        };
+        let line = log.line(&e, &d, &p, "");
+        assert!(
+            !line.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            "{line}"
+        );
+        assert!(!line.contains("bob@corp.example"), "{line}");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["action"], "redact");
+        assert_eq!(v["session"], "s9");
+        assert_eq!(v["content_hmac"].as_str().unwrap().len(), 64);
+        // The replay block is an event `toolgate check` and scenario files accept.
+        let spec: crate::scenario::EventSpec = serde_json::from_value(v["replay"].clone()).unwrap();
+        let replayed = spec.into_event().unwrap();
+        assert_eq!(replayed.kind, EventKind::ToolCallResult);
+        assert!(replayed.output.contains("[REDACTED:github_token]"));
+    }
+
+    #[test]
+    fn rotating_file_keeps_the_newest_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.log");
+        let mut f = RotatingFile::open(path.clone(), 1024, 2).unwrap();
+        for i in 0..100 {
+            f.write_line(&format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(40)))
+                .unwrap();
+        }
+        f.flush_all().unwrap();
+        let current = std::fs::read_to_string(&path).unwrap();
+        assert!(current.len() <= 1024);
+        assert!(current.contains("\"n\":99"));
+        assert!(numbered(&path, 1).exists() && numbered(&path, 2).exists());
+        assert!(!numbered(&path, 3).exists());
+    }
+}
