@@ -27,6 +27,9 @@ use crate::telemetry::Telemetry;
 use crate::telemetry::admin::{self, AdminState};
 use crate::telemetry::log::{self, DecisionLog, Sink};
 
+/// Time box for `check` and `test`, which run offline and must not depend on machine load.
+const OFFLINE_TIME_BOX: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Bad configuration or input: the process exits 64 (EX_USAGE-style) rather than 1.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -89,7 +92,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         Command::Check { policy, env, event } => {
-            let policy = load_policy(policy.as_ref(), env.as_deref())?;
+            let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
+            // An offline check answers what the rules decide; the serving time box would make
+            // the answer depend on how busy this machine is.
+            policy.sync.timeout = OFFLINE_TIME_BOX;
             let text = if event == "-" {
                 let mut s = String::new();
                 std::io::stdin()
@@ -130,7 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
             // Replays judge rules, not machine speed: without this a slow or loaded machine
             // would turn a STOP into a fail-open ALLOW and the suite would flap.
-            policy.sync.timeout = std::time::Duration::from_secs(60);
+            policy.sync.timeout = OFFLINE_TIME_BOX;
             let files = scenario::scenario_files(&dir)
                 .map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
             if files.is_empty() {

@@ -47,7 +47,8 @@ pub enum Command {
         #[arg(long, default_value_t = 5)]
         decision_log_keep: usize,
     },
-    /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON.
+    /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON. The
+    /// time box is lifted so the answer does not depend on machine load.
     Check {
         #[arg(long)]
         policy: Option<PathBuf>,
@@ -62,6 +63,7 @@ pub enum Command {
         env: Option<String>,
     },
     /// Replay regression scenarios (YAML files under DIR) and print `N passed, N failed`.
+    /// The time box is lifted so results do not depend on machine load.
     Test {
         #[arg(long)]
         policy: Option<PathBuf>,
