@@ -26,6 +26,7 @@ use crate::scenario;
 use crate::telemetry::Telemetry;
 use crate::telemetry::admin::{self, AdminState};
 use crate::telemetry::log::{self, DecisionLog, Sink};
+use crate::telemetry::trace::{TraceConfig, Tracing};
 
 /// Time box for `check` and `test`, which run offline and must not depend on machine load.
 const OFFLINE_TIME_BOX: std::time::Duration = std::time::Duration::from_secs(60);
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     max_in_flight,
                     admin_listen,
                     decision_log,
+                    tracing: TraceConfig::from_env(),
                 };
                 let server = start(opts).await?;
                 tracing::info!(addr = %server.addr, "toolgate listening");
@@ -242,6 +244,8 @@ pub struct ServeOptions {
     pub admin_listen: Option<SocketAddr>,
     /// Where decision lines go; `None` disables the log.
     pub decision_log: Option<Sink>,
+    /// OTLP trace export (off when it has no endpoint).
+    pub tracing: TraceConfig,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
@@ -267,7 +271,9 @@ impl Running {
         if let Some(a) = self.admin {
             let _ = a.await;
         }
-        // Every call has finished: flush the decision log before returning.
+        // Every call has finished: flush spans (a blocking call) and the decision log.
+        let t = self.telemetry.clone();
+        let _ = tokio::task::spawn_blocking(move || t.tracing.shutdown()).await;
         if let Ok(mut t) = Arc::try_unwrap(self.telemetry) {
             t.log.close();
         }
@@ -294,7 +300,11 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
             .context("cannot open the decision log")?,
         None => DecisionLog::disabled(),
     };
-    let telemetry = Arc::new(Telemetry::new(log)?);
+    let tracing = Tracing::start(&opts.tracing)?;
+    if tracing.enabled() {
+        tracing::info!(endpoint = ?opts.tracing.endpoint, "exporting traces over OTLP");
+    }
+    let telemetry = Arc::new(Telemetry::new(log, tracing)?);
     telemetry.metrics.set_policy(&policy);
     let store = Arc::new(PolicyStore::new(policy));
     let (shutdown, shutdown_rx) = watch::channel(false);

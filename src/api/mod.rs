@@ -7,7 +7,6 @@ pub mod status;
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -17,7 +16,7 @@ use crate::policy::store::PolicyStore;
 use crate::proto;
 use crate::proto::guard_service_server::GuardService;
 use crate::stream::StreamGuard;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{CallStart, Telemetry, trace};
 use status::ApiError;
 
 #[derive(Clone)]
@@ -32,26 +31,6 @@ impl Guard {
     }
 }
 
-/// The caller's W3C trace id from `traceparent` (`00-<trace id>-<span id>-<flags>`), if
-/// well formed.
-pub fn trace_id(md: &tonic::metadata::MetadataMap) -> String {
-    let Some(tp) = md.get("traceparent").and_then(|v| v.to_str().ok()) else {
-        return String::new();
-    };
-    let parts: Vec<&str> = tp.trim().split('-').collect();
-    match parts.as_slice() {
-        [_, trace, span, _]
-            if trace.len() == 32
-                && span.len() == 16
-                && trace.bytes().all(|b| b.is_ascii_hexdigit())
-                && trace.bytes().any(|b| b != b'0') =>
-        {
-            trace.to_ascii_lowercase()
-        }
-        _ => String::new(),
-    }
-}
-
 type ChunkStream =
     Pin<Box<dyn Stream<Item = Result<proto::StreamLlmChunksResponse, Status>> + Send>>;
 
@@ -61,16 +40,18 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallStartRequest>,
     ) -> Result<Response<proto::ToolCallStartResponse>, Status> {
-        let started = Instant::now();
+        let start = CallStart::now();
         let policy = self.store.load();
+        let parent = trace::parent_from_metadata(req.metadata());
         let meta = CallMeta {
-            trace_id: trace_id(req.metadata()),
+            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_start(msg)?;
-        let d = evaluate(&event, &policy, &meta);
-        self.telemetry.record(&event, &d, &policy, started);
+        let mut d = evaluate(&event, &policy, &meta);
+        self.telemetry
+            .record(&event, &mut d, &policy, start, &parent);
         Ok(Response::new(proto::ToolCallStartResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -80,16 +61,18 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallResultRequest>,
     ) -> Result<Response<proto::ToolCallResultResponse>, Status> {
-        let started = Instant::now();
+        let start = CallStart::now();
         let policy = self.store.load();
+        let parent = trace::parent_from_metadata(req.metadata());
         let meta = CallMeta {
-            trace_id: trace_id(req.metadata()),
+            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_result(msg)?;
-        let d = evaluate(&event, &policy, &meta);
-        self.telemetry.record(&event, &d, &policy, started);
+        let mut d = evaluate(&event, &policy, &meta);
+        self.telemetry
+            .record(&event, &mut d, &policy, start, &parent);
         Ok(Response::new(proto::ToolCallResultResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -99,16 +82,18 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::LlmBeforeRequest>,
     ) -> Result<Response<proto::LlmBeforeResponse>, Status> {
-        let started = Instant::now();
+        let start = CallStart::now();
         let policy = self.store.load();
+        let parent = trace::parent_from_metadata(req.metadata());
         let meta = CallMeta {
-            trace_id: trace_id(req.metadata()),
+            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::llm_before(msg)?;
-        let d = evaluate(&event, &policy, &meta);
-        self.telemetry.record(&event, &d, &policy, started);
+        let mut d = evaluate(&event, &policy, &meta);
+        self.telemetry
+            .record(&event, &mut d, &policy, start, &parent);
         Ok(Response::new(proto::LlmBeforeResponse {
             decision: Some(convert::decision(d)),
         }))
@@ -122,8 +107,9 @@ impl GuardService for Guard {
     ) -> Result<Response<Self::StreamLlmChunksStream>, Status> {
         // One policy version for the whole stream, like any other call.
         let policy = self.store.load();
+        let parent = trace::parent_from_metadata(req.metadata());
         let meta = CallMeta {
-            trace_id: trace_id(req.metadata()),
+            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let mut inbound = req.into_inner();
         let telemetry = self.telemetry.clone();
@@ -155,11 +141,12 @@ impl GuardService for Guard {
                         .await;
                     return;
                 }
-                let started = Instant::now();
+                let start = CallStart::now();
                 let g = guard
                     .get_or_insert_with(|| StreamGuard::new(convert::context(msg.context.clone())));
-                let step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
-                telemetry.record(&g.released_event(&step), &step.decision, &policy, started);
+                let mut step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
+                let released = g.released_event(&step);
+                telemetry.record(&released, &mut step.decision, &policy, start, &parent);
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(convert::decision(step.decision)),
                     released_text: step.released_text,
@@ -177,9 +164,10 @@ impl GuardService for Guard {
             if let Some(g) = guard.as_mut()
                 && !g.is_stopped()
             {
-                let started = Instant::now();
-                let step = g.push("", true, &policy, &meta);
-                telemetry.record(&g.released_event(&step), &step.decision, &policy, started);
+                let start = CallStart::now();
+                let mut step = g.push("", true, &policy, &meta);
+                let released = g.released_event(&step);
+                telemetry.record(&released, &mut step.decision, &policy, start, &parent);
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
                         decision: Some(convert::decision(step.decision)),

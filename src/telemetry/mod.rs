@@ -4,8 +4,9 @@
 pub mod admin;
 pub mod log;
 pub mod metrics;
+pub mod trace;
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::decision::Decision;
 use crate::event::Event;
@@ -14,26 +15,75 @@ use crate::policy::Policy;
 pub struct Telemetry {
     pub metrics: metrics::Metrics,
     pub log: log::DecisionLog,
+    pub tracing: trace::Tracing,
+}
+
+/// When a call started, by the monotonic clock (for durations) and the wall clock (for
+/// span timestamps).
+#[derive(Debug, Clone, Copy)]
+pub struct CallStart {
+    pub at: Instant,
+    pub wall: SystemTime,
+}
+
+impl CallStart {
+    pub fn now() -> CallStart {
+        CallStart {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
 }
 
 impl Telemetry {
-    pub fn new(log: log::DecisionLog) -> Result<Telemetry, metrics::MetricsError> {
+    pub fn new(
+        log: log::DecisionLog,
+        tracing: trace::Tracing,
+    ) -> Result<Telemetry, metrics::MetricsError> {
         Ok(Telemetry {
             metrics: metrics::Metrics::new()?,
             log,
+            tracing,
         })
     }
 
-    /// Records one decision. There is no await between the decision and this call, so a
-    /// caller that cancels mid-call cannot skip its log line.
-    pub fn record(&self, event: &Event, d: &Decision, policy: &Policy, started: Instant) {
+    /// Records one decision: its span (which also fills `trace_id` when the caller sent
+    /// none), metrics and log line. There is no await between the decision and this call,
+    /// so a caller that cancels mid-call cannot skip it.
+    pub fn record(
+        &self,
+        event: &Event,
+        d: &mut Decision,
+        policy: &Policy,
+        start: CallStart,
+        parent: &opentelemetry::Context,
+    ) {
+        let span = self.tracing.decision_span(
+            d,
+            trace::SpanInput {
+                parent,
+                event,
+                policy,
+                start: start.wall,
+                end: SystemTime::now(),
+            },
+        );
+        let span_id = match span {
+            Some((trace_id, span_id)) => {
+                if d.trace_id.is_empty() {
+                    d.trace_id = trace_id;
+                }
+                span_id
+            }
+            None => String::new(),
+        };
         self.metrics.record(
             event.kind,
             d,
             policy.mode.as_str(),
-            started.elapsed().as_secs_f64(),
+            start.at.elapsed().as_secs_f64(),
         );
-        if !self.log.record(event, d, policy, "") {
+        if !self.log.record(event, d, policy, &span_id) {
             self.metrics.decision_log_dropped();
         }
     }

@@ -30,6 +30,7 @@ pub async fn server(policy: Option<PathBuf>) -> Running {
         max_in_flight: 64,
         admin_listen: Some("127.0.0.1:0".parse().unwrap()),
         decision_log: None,
+        tracing: Default::default(),
     })
     .await
     .expect("server starts")

@@ -3,3 +3,4 @@ mod common;
 mod grpc;
 mod observability;
 mod reload;
+mod tracing;

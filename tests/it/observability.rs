@@ -36,6 +36,7 @@ async fn metrics_admin_endpoints_and_decision_log() {
             max_bytes: 10 << 20,
             keep: 2,
         }),
+        tracing: Default::default(),
     })
     .await
     .unwrap();

@@ -1,0 +1,259 @@
+//! OpenTelemetry traces: one `toolgate.evaluate` span per decision, a child of the caller's
+//! span (W3C `traceparent`/`tracestate` from gRPC metadata), exported over OTLP/gRPC by a batch
+//! processor that drops rather than blocks. Off unless an OTLP endpoint is configured.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
+use opentelemetry::trace::{Span, SpanKind, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+
+use crate::decision::Decision;
+use crate::event::Event;
+use crate::policy::Policy;
+
+/// Where spans go. Built from the standard `OTEL_*` variables by `from_env`.
+#[derive(Debug, Clone, Default)]
+pub struct TraceConfig {
+    /// OTLP/gRPC endpoint; `None` turns tracing off.
+    pub endpoint: Option<String>,
+    pub service_name: Option<String>,
+}
+
+impl TraceConfig {
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`; off when
+    /// neither is set or `OTEL_TRACES_EXPORTER=none`. `OTEL_SERVICE_NAME` and
+    /// `OTEL_RESOURCE_ATTRIBUTES` are read by the SDK's resource detectors.
+    pub fn from_env() -> TraceConfig {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> TraceConfig {
+        let off = get("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim() == "none");
+        let endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .filter(|e| !e.trim().is_empty() && !off);
+        TraceConfig {
+            endpoint,
+            service_name: get("OTEL_SERVICE_NAME"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start the OTLP trace exporter: {0}")]
+pub struct TraceError(String);
+
+pub struct Tracing {
+    provider: Option<SdkTracerProvider>,
+}
+
+/// Reads `traceparent`/`tracestate` from gRPC metadata.
+struct MetadataExtractor<'a>(&'a tonic::metadata::MetadataMap);
+
+impl Extractor for MetadataExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter_map(|k| match k {
+                tonic::metadata::KeyRef::Ascii(k) => Some(k.as_str()),
+                tonic::metadata::KeyRef::Binary(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Reads `traceparent`/`tracestate` from a plain map (HTTP headers, tests).
+pub struct MapExtractor<'a>(pub &'a HashMap<String, String>);
+
+impl Extractor for MapExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// The caller's span context, or an empty context when the call carried none.
+pub fn parent_from_metadata(md: &tonic::metadata::MetadataMap) -> Context {
+    TraceContextPropagator::new().extract(&MetadataExtractor(md))
+}
+
+/// What the span records besides the decision itself.
+pub struct SpanInput<'a> {
+    pub parent: &'a Context,
+    pub event: &'a Event,
+    pub policy: &'a Policy,
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+impl Tracing {
+    pub fn off() -> Tracing {
+        Tracing { provider: None }
+    }
+
+    /// Builds the exporter; must run inside a tokio runtime (the gRPC channel needs one).
+    pub fn start(cfg: &TraceConfig) -> Result<Tracing, TraceError> {
+        let Some(endpoint) = &cfg.endpoint else {
+            return Ok(Tracing::off());
+        };
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(endpoint.clone())
+            .with_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| TraceError(e.to_string()))?;
+        let mut resource = Resource::builder();
+        if let Some(name) = &cfg.service_name {
+            resource = resource.with_service_name(name.clone());
+        } else if std::env::var("OTEL_SERVICE_NAME").is_err() {
+            resource = resource.with_service_name("toolgate");
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource.build())
+            .build();
+        Ok(Tracing {
+            provider: Some(provider),
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Records the decision span and returns its (trace id, span id) as hex, or `None` when
+    /// tracing is off. Attributes name rules and actions, never matched text.
+    pub fn decision_span(&self, d: &Decision, input: SpanInput<'_>) -> Option<(String, String)> {
+        let provider = self.provider.as_ref()?;
+        let tracer = provider.tracer("toolgate");
+        let e = input.event;
+        let tier = match e.kind {
+            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
+                input.policy.tiers.tier(&e.tool_name).as_str()
+            }
+            _ => "",
+        };
+        let rule_ids: Vec<&str> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
+        let operation = match e.kind {
+            crate::event::EventKind::LlmBefore | crate::event::EventKind::LlmStreamChunk => "chat",
+            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
+                "execute_tool"
+            }
+        };
+        let mut attrs = vec![
+            KeyValue::new("toolgate.event", e.kind.as_str()),
+            KeyValue::new("gen_ai.operation.name", operation),
+            KeyValue::new("toolgate.session.id", e.context.session_id.clone()),
+            KeyValue::new("toolgate.action", d.action.as_str()),
+            KeyValue::new("toolgate.enforced", d.enforced),
+            KeyValue::new("toolgate.rule_ids", rule_ids.join(",")),
+            KeyValue::new("toolgate.policy.version", d.policy_version.clone()),
+            KeyValue::new("toolgate.latency_us", d.latency_us as i64),
+            KeyValue::new("toolgate.decision.id", d.decision_id.clone()),
+        ];
+        if !e.tool_name.is_empty() {
+            attrs.push(KeyValue::new("gen_ai.tool.name", e.tool_name.clone()));
+        }
+        if !tier.is_empty() {
+            attrs.push(KeyValue::new("toolgate.tier", tier));
+        }
+        if let Some(a) = d.shadow_action {
+            attrs.push(KeyValue::new("toolgate.shadow_action", a.as_str()));
+        }
+        let mut span = tracer
+            .span_builder("toolgate.evaluate")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(input.start)
+            .with_attributes(attrs)
+            .start_with_context(&tracer, input.parent);
+        for h in &d.hits {
+            span.add_event(
+                "rule_hit",
+                vec![
+                    KeyValue::new("rule.id", h.rule_id.clone()),
+                    KeyValue::new("rule.action", h.action.as_str()),
+                    KeyValue::new("rule.level", h.risk_level.as_str()),
+                ],
+            );
+        }
+        let cx = span.span_context().clone();
+        span.end_with_timestamp(input.end);
+        Some((cx.trace_id().to_string(), cx.span_id().to_string()))
+    }
+
+    /// Flushes queued spans and stops the exporter. Blocks: call from a blocking thread.
+    pub fn shutdown(&self) {
+        if let Some(p) = &self.provider
+            && let Err(e) = p.shutdown()
+        {
+            tracing::warn!(error = %e, "trace exporter shutdown");
+        }
+    }
+}
+
+/// The parent's trace id as hex when the context carries a valid remote span.
+pub fn parent_trace_id(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| sc.trace_id().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_from_standard_variables() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(TraceConfig::from_lookup(env(&[])).endpoint.is_none());
+        let c = TraceConfig::from_lookup(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317")]));
+        assert_eq!(c.endpoint.as_deref(), Some("http://c:4317"));
+        let c = TraceConfig::from_lookup(env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:4317"),
+        ]));
+        assert_eq!(c.endpoint.as_deref(), Some("http://t:4317"));
+        let c = TraceConfig::from_lookup(env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ]));
+        assert!(c.endpoint.is_none());
+    }
+
+    #[test]
+    fn traceparent_is_read_from_metadata() {
+        let mut md = tonic::metadata::MetadataMap::new();
+        md.insert(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                .parse()
+                .unwrap(),
+        );
+        let cx = parent_from_metadata(&md);
+        assert_eq!(
+            parent_trace_id(&cx).as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        assert!(
+            parent_trace_id(&parent_from_metadata(&tonic::metadata::MetadataMap::new())).is_none()
+        );
+    }
+}

@@ -1,0 +1,158 @@
+use std::sync::{Arc, Mutex};
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use toolgate::app::{ServeOptions, start};
+use toolgate::proto::ToolCallResultRequest;
+use toolgate::telemetry::trace::TraceConfig;
+
+use super::common::{client, ctx, default_pack_file};
+
+/// A real OTLP/gRPC trace receiver on loopback that keeps what it is sent.
+#[derive(Clone, Default)]
+struct Receiver(Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
+
+#[tonic::async_trait]
+impl TraceService for Receiver {
+    async fn export(
+        &self,
+        req: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().push(req.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() {
+    let receiver = Receiver::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let otlp_addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let otlp = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(receiver.clone()))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                async {
+                    let _ = stop_rx.await;
+                },
+            ),
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(default_pack_file(dir.path())),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: TraceConfig {
+            endpoint: Some(format!("http://{otlp_addr}")),
+            service_name: Some("toolgate-test".into()),
+        },
+    })
+    .await
+    .unwrap();
+    let mut c = client(&s).await;
+    let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut req = tonic::Request::new(ToolCallResultRequest {
+        context: ctx("trace-1"),
+        tool_name: "http.get".into(),
+        arguments_json: r#"{"url":"https://api.example.com/x"}"#.into(),
+        output: format!("token {secret}"),
+        is_error: false,
+    });
+    req.metadata_mut().insert(
+        "traceparent",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            .parse()
+            .unwrap(),
+    );
+    let d = c
+        .tool_call_result(req)
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+
+    // A call without a parent still gets a trace id of its own in the decision.
+    let d2 = c
+        .tool_call_start(super::common::start_req("fs.list", "{}"))
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d2.trace_id.len(), 32);
+
+    // Stopping flushes the batch exporter.
+    s.stop().await.unwrap();
+    let got = receiver.0.lock().unwrap().clone();
+    let _ = stop_tx.send(());
+    let _ = otlp.await;
+
+    let spans: Vec<_> = got
+        .iter()
+        .flat_map(|r| r.resource_spans.iter())
+        .flat_map(|rs| rs.scope_spans.iter())
+        .flat_map(|ss| ss.spans.iter())
+        .collect();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    let span = spans
+        .iter()
+        .find(|s| hex(&s.trace_id) == "4bf92f3577b34da6a3ce929d0e0e4736")
+        .expect("the child span");
+    assert_eq!(span.name, "toolgate.evaluate");
+    assert_eq!(hex(&span.parent_span_id), "00f067aa0ba902b7");
+    let attr = |k: &str| -> Option<String> {
+        span.attributes.iter().find(|a| a.key == k).and_then(|a| {
+            a.value.as_ref().and_then(|v| match &v.value {
+                Some(AnyValue::StringValue(s)) => Some(s.clone()),
+                Some(AnyValue::BoolValue(b)) => Some(b.to_string()),
+                Some(AnyValue::IntValue(i)) => Some(i.to_string()),
+                _ => None,
+            })
+        })
+    };
+    assert_eq!(attr("gen_ai.tool.name").as_deref(), Some("http.get"));
+    assert_eq!(
+        attr("gen_ai.operation.name").as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(attr("toolgate.event").as_deref(), Some("tool_call_result"));
+    assert_eq!(attr("toolgate.action").as_deref(), Some("redact"));
+    assert_eq!(attr("toolgate.session.id").as_deref(), Some("trace-1"));
+    assert_eq!(attr("toolgate.rule_ids").as_deref(), Some("secrets"));
+    assert!(attr("toolgate.policy.version").unwrap().starts_with("1.0@"));
+    assert!(span.events.iter().any(|e| e.name == "rule_hit"));
+    let service = got[0].resource_spans[0]
+        .resource
+        .as_ref()
+        .unwrap()
+        .attributes
+        .iter()
+        .find(|a| a.key == "service.name")
+        .and_then(|a| a.value.as_ref())
+        .map(|v| format!("{v:?}"))
+        .unwrap();
+    assert!(service.contains("toolgate-test"), "{service}");
+    assert!(
+        !format!("{got:?}").contains(secret),
+        "raw secret exported in a span"
+    );
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
