@@ -118,75 +118,75 @@ fn status(s: DStatus) -> proto::DecisionStatus {
     }
 }
 
-pub fn decision(d: decision::Decision) -> proto::Decision {
+pub fn decision(d: &decision::Decision) -> proto::Decision {
     proto::Decision {
         action: action(d.action) as i32,
         status: status(d.status) as i32,
         hits: d
             .hits
-            .into_iter()
+            .iter()
             .map(|h| proto::RuleHit {
-                rule_id: h.rule_id,
+                rule_id: h.rule_id.clone(),
                 action: action(h.action) as i32,
                 risk_level: level(h.risk_level) as i32,
-                reason: h.reason,
-                policy_tags: h.policy_tags,
-                violated_policy_ids: h.violated_policy_ids,
+                reason: h.reason.clone(),
+                policy_tags: h.policy_tags.clone(),
+                violated_policy_ids: h.violated_policy_ids.clone(),
             })
             .collect(),
         redactions: d
             .redactions
-            .into_iter()
+            .iter()
             .map(|r| proto::Redaction {
-                field_path: r.field_path,
+                field_path: r.field_path.clone(),
                 start: r.start as u32,
                 end: r.end as u32,
-                kind: r.kind,
-                rule_id: r.rule_id,
+                kind: r.kind.clone(),
+                rule_id: r.rule_id.clone(),
             })
             .collect(),
-        redacted_output: d.redacted_output.unwrap_or_default(),
-        redacted_arguments_json: d.redacted_arguments_json.unwrap_or_default(),
+        redacted_output: d.redacted_output.clone().unwrap_or_default(),
+        redacted_arguments_json: d.redacted_arguments_json.clone().unwrap_or_default(),
         redacted_messages: d
             .redacted_messages
-            .into_iter()
+            .iter()
             .map(|m| proto::Message {
-                role: m.role,
-                content: m.content,
+                role: m.role.clone(),
+                content: m.content.clone(),
             })
             .collect(),
         redacted_plan: d
             .redacted_plan
-            .into_iter()
+            .iter()
             .map(|(tool_name, arguments_json)| proto::PlannedAction {
-                tool_name,
-                arguments_json,
+                tool_name: tool_name.clone(),
+                arguments_json: arguments_json.clone(),
             })
             .collect(),
-        retry: d.retry.map(|r| proto::RetrySpec {
-            corrective_message: r.corrective_message,
+        retry: d.retry.as_ref().map(|r| proto::RetrySpec {
+            corrective_message: r.corrective_message.clone(),
             attempt: r.attempt,
             max_attempts: r.max_attempts,
         }),
-        stop: d.stop.map(|s| proto::StopSpec {
-            user_message: s.user_message,
-            error_code: s.error_code,
+        stop: d.stop.as_ref().map(|s| proto::StopSpec {
+            user_message: s.user_message.clone(),
+            error_code: s.error_code.clone(),
         }),
-        pause: d.pause.map(|p| proto::PauseSpec {
-            pause_id: p.pause_id,
-            reason: p.reason,
+        pause: d.pause.as_ref().map(|p| proto::PauseSpec {
+            pause_id: p.pause_id.clone(),
+            reason: p.reason.clone(),
             expires_at: Some(prost_types::Timestamp {
                 seconds: p.expires_at_unix,
                 nanos: 0,
             }),
         }),
-        risk: d.risk.map(|r| proto::RiskAssessment {
+        risk: d.risk.as_ref().map(|r| proto::RiskAssessment {
             level: level(r.level) as i32,
-            reasons: r.reasons,
-            affected_resources: r.affected_resources,
+            reasons: r.reasons.clone(),
+            affected_resources: r.affected_resources.clone(),
             reversible: r.reversible,
-            estimated_impact: r.estimated_impact,
-            recommendations: r.recommendations,
+            estimated_impact: r.estimated_impact.clone(),
+            recommendations: r.recommendations.clone(),
             requires_approval: r.requires_approval,
         }),
         effects: Some(proto::Effects {
@@ -198,11 +198,11 @@ pub fn decision(d: decision::Decision) -> proto::Decision {
             .shadow_action
             .map(|a| action(a) as i32)
             .unwrap_or_default(),
-        decision_id: d.decision_id,
-        policy_version: d.policy_version,
+        decision_id: d.decision_id.clone(),
+        policy_version: d.policy_version.clone(),
         latency_us: d.latency_us,
         rules_evaluated: d.rules_evaluated,
-        trace_id: d.trace_id,
+        trace_id: d.trace_id.clone(),
     }
 }
 

@@ -50,10 +50,13 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_start(msg)?;
         let mut d = evaluate(&event, &policy, &meta);
-        self.telemetry
-            .record(&event, &mut d, &policy, start, &parent);
+        let span_id = self
+            .telemetry
+            .trace(&event, &mut d, &policy, start, &parent);
+        let wire = convert::decision(&d);
+        self.telemetry.record(event, d, &policy, start, span_id);
         Ok(Response::new(proto::ToolCallStartResponse {
-            decision: Some(convert::decision(d)),
+            decision: Some(wire),
         }))
     }
 
@@ -71,10 +74,13 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_result(msg)?;
         let mut d = evaluate(&event, &policy, &meta);
-        self.telemetry
-            .record(&event, &mut d, &policy, start, &parent);
+        let span_id = self
+            .telemetry
+            .trace(&event, &mut d, &policy, start, &parent);
+        let wire = convert::decision(&d);
+        self.telemetry.record(event, d, &policy, start, span_id);
         Ok(Response::new(proto::ToolCallResultResponse {
-            decision: Some(convert::decision(d)),
+            decision: Some(wire),
         }))
     }
 
@@ -92,10 +98,13 @@ impl GuardService for Guard {
         convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::llm_before(msg)?;
         let mut d = evaluate(&event, &policy, &meta);
-        self.telemetry
-            .record(&event, &mut d, &policy, start, &parent);
+        let span_id = self
+            .telemetry
+            .trace(&event, &mut d, &policy, start, &parent);
+        let wire = convert::decision(&d);
+        self.telemetry.record(event, d, &policy, start, span_id);
         Ok(Response::new(proto::LlmBeforeResponse {
-            decision: Some(convert::decision(d)),
+            decision: Some(wire),
         }))
     }
 
@@ -146,9 +155,12 @@ impl GuardService for Guard {
                     .get_or_insert_with(|| StreamGuard::new(convert::context(msg.context.clone())));
                 let mut step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
                 let released = g.released_event(&step);
-                telemetry.record(&released, &mut step.decision, &policy, start, &parent);
+                let span_id =
+                    telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
+                let wire = convert::decision(&step.decision);
+                telemetry.record(released, step.decision, &policy, start, span_id);
                 let resp = proto::StreamLlmChunksResponse {
-                    decision: Some(convert::decision(step.decision)),
+                    decision: Some(wire),
                     released_text: step.released_text,
                     held_bytes: step.held_bytes as u32,
                 };
@@ -167,10 +179,13 @@ impl GuardService for Guard {
                 let start = CallStart::now();
                 let mut step = g.push("", true, &policy, &meta);
                 let released = g.released_event(&step);
-                telemetry.record(&released, &mut step.decision, &policy, start, &parent);
+                let span_id =
+                    telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
+                let wire = convert::decision(&step.decision);
+                telemetry.record(released, step.decision, &policy, start, span_id);
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
-                        decision: Some(convert::decision(step.decision)),
+                        decision: Some(wire),
                         released_text: step.released_text,
                         held_bytes: 0,
                     }))

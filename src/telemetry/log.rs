@@ -5,6 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,9 +34,18 @@ pub enum Sink {
 }
 
 pub struct DecisionLog {
-    tx: Option<SyncSender<String>>,
+    tx: Option<SyncSender<Record>>,
     writer: Option<JoinHandle<()>>,
     key: Vec<u8>,
+}
+
+/// What the writer thread needs to build one line; building it there keeps serialization and
+/// hashing off the caller's path.
+pub struct Record {
+    pub event: Event,
+    pub decision: Decision,
+    pub policy: Arc<Policy>,
+    pub span_id: String,
 }
 
 #[derive(Serialize)]
@@ -114,7 +124,7 @@ impl DecisionLog {
 
     /// Starts the writer thread. `key` is the HMAC key for content hashes.
     pub fn start(sink: Sink, key: Vec<u8>) -> io::Result<DecisionLog> {
-        let (tx, rx) = sync_channel::<String>(QUEUE);
+        let (tx, rx) = sync_channel::<Record>(QUEUE);
         let mut out: Box<dyn LineWriter> = match sink {
             Sink::Stdout => Box::new(io::stdout()),
             Sink::File {
@@ -123,9 +133,14 @@ impl DecisionLog {
                 keep,
             } => Box::new(RotatingFile::open(path, max_bytes, keep)?),
         };
+        let builder = DecisionLog {
+            tx: None,
+            writer: None,
+            key: key.clone(),
+        };
         let writer = std::thread::Builder::new()
             .name("decision-log".into())
-            .spawn(move || write_loop(rx, out.as_mut()))?;
+            .spawn(move || write_loop(rx, &builder, out.as_mut()))?;
         Ok(DecisionLog {
             tx: Some(tx),
             writer: Some(writer),
@@ -133,13 +148,24 @@ impl DecisionLog {
         })
     }
 
-    /// Queues one line; returns false when the queue was full and the line was dropped.
-    pub fn record(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> bool {
+    /// Queues one record; returns false when the queue was full and it was dropped.
+    pub fn record(
+        &self,
+        event: Event,
+        decision: Decision,
+        policy: Arc<Policy>,
+        span_id: String,
+    ) -> bool {
         let Some(tx) = &self.tx else {
             return true;
         };
-        let line = self.line(event, d, policy, span_id);
-        match tx.try_send(line) {
+        let record = Record {
+            event,
+            decision,
+            policy,
+            span_id,
+        };
+        match tx.try_send(record) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
         }
@@ -316,18 +342,23 @@ impl LineWriter for io::Stdout {
     }
 }
 
-fn write_loop(rx: Receiver<String>, out: &mut dyn LineWriter) {
-    while let Ok(line) = rx.recv() {
+fn write_loop(rx: Receiver<Record>, log: &DecisionLog, out: &mut dyn LineWriter) {
+    let mut pending = rx.recv().ok();
+    while let Some(r) = pending.take() {
+        let line = log.line(&r.event, &r.decision, &r.policy, &r.span_id);
         if let Err(e) = out.write_line(&line) {
-            // The log must not take the server down; say so once per failure on stderr.
+            // The log must not take the server down; say so on stderr and go on.
             eprintln!("toolgate: decision log write failed: {e}");
         }
-        // Flush when the queue is drained so lines reach the file promptly under low load.
-        if let Ok(next) = rx.try_recv() {
-            let _ = out.write_line(&next);
-            continue;
-        }
-        let _ = out.flush_all();
+        // Flush whenever the queue is drained, so lines reach the file promptly under low
+        // load and in batches under high load.
+        pending = match rx.try_recv() {
+            Ok(next) => Some(next),
+            Err(_) => {
+                let _ = out.flush_all();
+                rx.recv().ok()
+            }
+        };
     }
     let _ = out.flush_all();
 }

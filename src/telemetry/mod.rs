@@ -6,6 +6,7 @@ pub mod log;
 pub mod metrics;
 pub mod trace;
 
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use crate::decision::Decision;
@@ -47,17 +48,16 @@ impl Telemetry {
         })
     }
 
-    /// Records one decision: its span (which also fills `trace_id` when the caller sent
-    /// none), metrics and log line. There is no await between the decision and this call,
-    /// so a caller that cancels mid-call cannot skip it.
-    pub fn record(
+    /// Records the decision's span and fills `trace_id` when the caller sent none; returns
+    /// the span id for the log line (empty when tracing is off).
+    pub fn trace(
         &self,
         event: &Event,
         d: &mut Decision,
         policy: &Policy,
         start: CallStart,
         parent: &opentelemetry::Context,
-    ) {
+    ) -> String {
         let span = self.tracing.decision_span(
             d,
             trace::SpanInput {
@@ -68,7 +68,7 @@ impl Telemetry {
                 end: SystemTime::now(),
             },
         );
-        let span_id = match span {
+        match span {
             Some((trace_id, span_id)) => {
                 if d.trace_id.is_empty() {
                     d.trace_id = trace_id;
@@ -76,14 +76,27 @@ impl Telemetry {
                 span_id
             }
             None => String::new(),
-        };
+        }
+    }
+
+    /// Counts the decision and hands it to the log writer, which builds the line on its own
+    /// thread. There is no await between the decision and this call, so a caller that
+    /// cancels mid-call cannot skip it.
+    pub fn record(
+        &self,
+        event: Event,
+        d: Decision,
+        policy: &Arc<Policy>,
+        start: CallStart,
+        span_id: String,
+    ) {
         self.metrics.record(
             event.kind,
-            d,
+            &d,
             policy.mode.as_str(),
             start.at.elapsed().as_secs_f64(),
         );
-        if !self.log.record(event, d, policy, &span_id) {
+        if !self.log.record(event, d, policy.clone(), span_id) {
             self.metrics.decision_log_dropped();
         }
     }

@@ -1,0 +1,97 @@
+//! Decision cost with telemetry off (the engine alone) and on (the engine, then the span,
+//! metrics and decision log line the server records for every call). The target:
+//! telemetry on within 1.1× of off. Read the report; nothing is asserted here.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use toolgate::engine::{CallMeta, evaluate};
+use toolgate::event::{Context, Event, EventKind};
+use toolgate::policy::default_policy;
+use toolgate::telemetry::log::{DecisionLog, Sink};
+use toolgate::telemetry::trace::{TraceConfig, Tracing};
+use toolgate::telemetry::{CallStart, Telemetry};
+
+fn event() -> Event {
+    let mut e = Event::new(
+        EventKind::ToolCallStart,
+        Context {
+            session_id: "bench".into(),
+            step_id: "1".into(),
+            ..Context::default()
+        },
+    );
+    e.tool_name = "shell.exec".into();
+    let mut script = String::new();
+    let mut i = 0;
+    while script.len() < 900 {
+        script.push_str(&format!(
+            "total_{i} = sum(r.amount for r in rows if r.region == {i})\n"
+        ));
+        i += 1;
+    }
+    e.arguments =
+        Some(json!({"command": "python3 scripts/report.py --region all", "script": script}));
+    e
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let _guard = rt.enter();
+    let policy = Arc::new(default_policy(None).unwrap_or_else(|e| panic!("{e}")));
+    let e = event();
+    assert!(evaluate(&e, &policy, &CallMeta::default()).hits.is_empty());
+
+    let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let log = DecisionLog::start(
+        Sink::File {
+            path: dir.join("decisions.log"),
+            max_bytes: 64 << 20,
+            keep: 1,
+        },
+        b"bench-key".to_vec(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Spans go to a batch exporter aimed at a port nothing listens on: creating and queueing
+    // them is what a decision pays; the export itself runs on the exporter's own thread.
+    let tracing = Tracing::start(&TraceConfig {
+        endpoint: Some("http://127.0.0.1:9".into()),
+        service_name: Some("bench".into()),
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let telemetry = Arc::new(Telemetry::new(log, tracing).unwrap_or_else(|e| panic!("{e}")));
+    let parent = opentelemetry::Context::new();
+
+    // Both sides start from an owned event, as the server does after decoding a request: the
+    // server hands that event to the log instead of copying it.
+    let mut g = c.benchmark_group("telemetry/tool_call_start_1KB");
+    g.measurement_time(Duration::from_secs(3)).sample_size(50);
+    g.bench_function("off", |b| {
+        b.iter(|| {
+            let ev = e.clone();
+            black_box(evaluate(black_box(&ev), &policy, &CallMeta::default()))
+        })
+    });
+    g.bench_function("on", |b| {
+        b.iter(|| {
+            let ev = e.clone();
+            let start = CallStart::now();
+            let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+            let span_id = telemetry.trace(&ev, &mut d, &policy, start, &parent);
+            telemetry.record(ev, d, &policy, start, span_id);
+        })
+    });
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
