@@ -235,7 +235,9 @@ fn apply_redactions(
                     }
                     redacted.to_string()
                 });
-                (p.tool_name.clone(), args.unwrap_or_default())
+                let name_path = format!("plan[{i}].tool_name");
+                let tool_name = apply_spans(&p.tool_name, &spans_for(&name_path));
+                (tool_name, args.unwrap_or_default())
             })
             .collect();
     }
@@ -286,6 +288,27 @@ pub fn corrective_message(task_goal: &str, threats: &[String], guidance: &[Strin
     m
 }
 
+/// The task goal as the corrective message may quote it: the goal is the caller's text and
+/// is not itself a scanned field, so it goes through the same rules as a user message and
+/// only its redacted form is used.
+fn safe_goal(event: &Event, policy: &Policy) -> String {
+    let goal = event.context.task_goal.trim();
+    if goal.is_empty() {
+        return String::new();
+    }
+    let mut probe = Event::new(EventKind::LlmBefore, Default::default());
+    probe.messages.push(Message {
+        role: "user".into(),
+        content: goal.to_string(),
+    });
+    let d = evaluate(&probe, policy, &CallMeta::default());
+    d.redacted_messages
+        .into_iter()
+        .next()
+        .map(|m| m.content)
+        .unwrap_or_else(|| goal.to_string())
+}
+
 fn retry_spec(event: &Event, triggered: &[&CompiledRule], policy: &Policy) -> RetrySpec {
     let retrying: Vec<&&CompiledRule> = triggered
         .iter()
@@ -298,7 +321,7 @@ fn retry_spec(event: &Event, triggered: &[&CompiledRule], policy: &Policy) -> Re
         .collect();
     let guidance: Vec<String> = retrying.iter().filter_map(|r| r.guidance.clone()).collect();
     RetrySpec {
-        corrective_message: corrective_message(&event.context.task_goal, &threats, &guidance),
+        corrective_message: corrective_message(&safe_goal(event, policy), &threats, &guidance),
         attempt: 1,
         max_attempts: policy.retry.max_attempts,
     }
@@ -349,7 +372,7 @@ fn pause_spec(event: &Event, hits: &[RuleHit], policy: &Policy) -> PauseSpec {
     PauseSpec {
         pause_id: format!("pause-{id}"),
         reason,
-        expires_at_unix: now + policy.approval_ttl.as_secs() as i64,
+        expires_at_unix: now.saturating_add(policy.approval_ttl.as_secs() as i64),
     }
 }
 

@@ -164,6 +164,7 @@ impl Event {
             ));
             if let Some(args) = &p.arguments {
                 let mut prefix = format!("plan[{i}].arguments$");
+                let start = out.len();
                 walk_leaves(args, &mut prefix, &mut |path, text| {
                     out.push(Field {
                         kind: FieldKind::Plan,
@@ -172,6 +173,20 @@ impl Event {
                         role: None,
                     });
                 });
+                // The same joined view as for call arguments, per planned action.
+                if out.len() - start > 1 {
+                    let joined = out[start..]
+                        .iter()
+                        .map(|f| f.text.as_ref())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    out.push(Field {
+                        kind: FieldKind::ArgumentsJoined,
+                        path: format!("plan[{i}].arguments$"),
+                        text: Cow::Owned(joined),
+                        role: None,
+                    });
+                }
             }
         }
         if !self.chunk.is_empty() {

@@ -10,6 +10,19 @@ use crate::event::{Field, FieldKind};
 use crate::rules::fast::CompiledRule;
 
 const MAX_RESOURCES: usize = 10;
+/// Bytes of each argument read for resources.
+const RESOURCE_SCAN_BYTES: usize = 16 * 1024;
+
+fn head(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        return s;
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
 
 // INVARIANT: these patterns are constants checked by the unit tests below.
 #[allow(clippy::expect_used)]
@@ -106,12 +119,17 @@ pub fn assess(
 /// order.
 pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut push = |r: String| {
+    // Adds a resource; true once the list is full, so every scan below can stop early.
+    fn push(out: &mut Vec<String>, r: String) -> bool {
         if out.len() < MAX_RESOURCES && !out.contains(&r) {
             out.push(r);
         }
-    };
+        out.len() >= MAX_RESOURCES
+    }
     for f in fields {
+        if out.len() >= MAX_RESOURCES {
+            break;
+        }
         if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) {
             continue;
         }
@@ -123,6 +141,9 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
             redacted = apply_spans(&f.text, &own);
             redacted.as_str()
         };
+        // Resources are a summary: the head of a huge argument is enough, and reading all of
+        // it would spend time outside the time box.
+        let text = head(text, RESOURCE_SCAN_BYTES);
         let key = f
             .path
             .rsplit(['.', '\''])
@@ -131,26 +152,33 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         if PATH_KEYS.contains(&key.to_ascii_lowercase().as_str())
             && !text.is_empty()
             && !text.contains("://")
+            && push(&mut out, format!("file:{text}"))
         {
-            push(format!("file:{text}"));
+            break;
         }
         let mut url_ranges = Vec::new();
         for m in URL.find_iter(text) {
             url_ranges.push(m.range());
-            push(format!("url:{}", m.as_str()));
+            if push(&mut out, format!("url:{}", m.as_str())) {
+                return out;
+            }
         }
         // The path regex has no literal to skip ahead on; most fields have no separator.
-        let has_path = memchr::memchr2(b'/', b'\\', text.as_bytes()).is_some();
-        for c in PATH.captures_iter(text).take_while(|_| has_path) {
-            if let Some(m) = c.get(1)
-                && !url_ranges.iter().any(|r| r.contains(&m.start()))
-            {
-                push(format!("file:{}", m.as_str()));
+        if memchr::memchr2(b'/', b'\\', text.as_bytes()).is_some() {
+            for c in PATH.captures_iter(text) {
+                if let Some(m) = c.get(1)
+                    && !url_ranges.iter().any(|r| r.contains(&m.start()))
+                    && push(&mut out, format!("file:{}", m.as_str()))
+                {
+                    return out;
+                }
             }
         }
         for c in TABLE.captures_iter(text) {
-            if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-                push(format!("table:{}", m.as_str()));
+            if let Some(m) = c.get(1).or_else(|| c.get(2))
+                && push(&mut out, format!("table:{}", m.as_str()))
+            {
+                return out;
             }
         }
     }

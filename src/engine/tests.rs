@@ -417,3 +417,97 @@ fn secret_in_a_plan_is_redacted_in_the_redacted_plan() {
             .contains("AKIAIOSFODNN7EXAMPLE")
     );
 }
+
+#[test]
+fn a_full_length_private_key_is_redacted_in_output_and_in_a_stream() {
+    let p = pack("");
+    let body: String = (0..26)
+        .map(|i| {
+            format!(
+                "{}\n",
+                "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+                    .chars()
+                    .cycle()
+                    .skip(i)
+                    .take(64)
+                    .collect::<String>()
+            )
+        })
+        .collect();
+    let pem = format!("-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----");
+    assert!(pem.len() > 1600);
+    let d = evaluate(
+        &tool_result(&format!("key:\n{pem}\ndone")),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Redact);
+    let out = d.redacted_output.unwrap();
+    assert!(!out.contains("MIIEvQIBADANBgkq"), "{out}");
+    assert!(out.ends_with("done"), "{out}");
+
+    let mut g = crate::stream::StreamGuard::new(Context::default());
+    let mut released = String::new();
+    let text = format!("here it is {pem} and that is all");
+    let chunks: Vec<&str> = text
+        .as_bytes()
+        .chunks(40)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    for (i, c) in chunks.iter().enumerate() {
+        released.push_str(
+            &g.push(c, i == chunks.len() - 1, &p, &CallMeta::default())
+                .released_text,
+        );
+    }
+    assert!(!released.contains("MIIEvQIBADANBgkq"), "{released}");
+    assert!(released.ends_with("and that is all"), "{released}");
+}
+
+#[test]
+fn non_ascii_keywords_match_in_any_case() {
+    let p = compile(
+        "policy_pack: t\nversion: \"1\"\nsync_rules:\n  - id: pw\n    keywords: [contraseña]\n    action: stop\n",
+        "t",
+        None,
+    )
+    .map(relaxed)
+    .unwrap();
+    for text in ["la contraseña", "la CONTRASEÑA", "La Contraseña"] {
+        let d = evaluate(&tool_result(text), &p, &CallMeta::default());
+        assert_eq!(d.action, Action::Stop, "{text}");
+    }
+}
+
+#[test]
+fn the_task_goal_is_quoted_redacted_in_retry_guidance() {
+    let p = default_relaxed();
+    let mut e = tool_call("shell.exec", json!({"command": "rm -rf ./build"}));
+    e.context.task_goal = "deploy with AWS key AKIAIOSFODNN7EXAMPLE".into();
+    let d = evaluate(&e, &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Retry);
+    let m = d.retry.unwrap().corrective_message;
+    assert!(!m.contains("AKIAIOSFODNN7EXAMPLE"), "{m}");
+    assert!(
+        m.contains("Original task goal: deploy with AWS key [REDACTED:aws_access_key]"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_secret_in_a_planned_tool_name_is_redacted_too() {
+    let p = pack("");
+    let mut e = Event::new(EventKind::LlmBefore, Context::default());
+    e.plan = vec![crate::event::PlannedAction {
+        tool_name: "http.get AKIAIOSFODNN7EXAMPLE".into(),
+        arguments: None,
+    }];
+    let d = evaluate(&e, &p, &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert_eq!(d.redacted_plan[0].0, "http.get [REDACTED:aws_access_key]");
+    assert!(
+        !serde_json::to_string(&d)
+            .unwrap()
+            .contains("AKIAIOSFODNN7EXAMPLE")
+    );
+}

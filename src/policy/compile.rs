@@ -26,6 +26,7 @@ use crate::rules::{CatalogMatcher, CatalogRule, Prefilter, Validator};
 
 const DEFAULT_MAX_MESSAGE_BYTES: u64 = 4 * 1024 * 1024;
 const DEFAULT_PLAN_MAX_ACTIONS: usize = 20;
+const MAX_APPROVAL_TTL_S: u64 = 30 * 24 * 3600;
 /// Compiled-program size cap per custom regex: a pathological pattern is rejected at load,
 /// not discovered as a slow scan.
 const REGEX_SIZE_LIMIT: usize = 2 << 20;
@@ -241,6 +242,16 @@ impl Cx<'_> {
             ttl: Duration::from_secs(raw.sessions.ttl_s.unwrap_or(3600)),
             max_sessions: raw.sessions.max_sessions.unwrap_or(100_000),
         };
+        if raw
+            .approvals
+            .ttl_s
+            .is_some_and(|t| t == 0 || t > MAX_APPROVAL_TTL_S)
+        {
+            self.err(
+                "approvals.ttl_s",
+                format!("must be between 1 and {MAX_APPROVAL_TTL_S} (30 days)"),
+            );
+        }
         let escalate_to = match raw.retry.escalate_to.as_deref() {
             None | Some("stop") => Action::Stop,
             Some("pause") => Action::Pause,
@@ -281,7 +292,9 @@ impl Cx<'_> {
             tiers,
             router,
             sessions,
-            approval_ttl: Duration::from_secs(raw.approvals.ttl_s.unwrap_or(900)),
+            approval_ttl: Duration::from_secs(
+                raw.approvals.ttl_s.unwrap_or(900).min(MAX_APPROVAL_TTL_S),
+            ),
             retry,
             warnings: Vec::new(),
             loaded_at: SystemTime::now(),
@@ -567,6 +580,7 @@ impl Cx<'_> {
                             allow_emails: allow_emails.clone(),
                             anchors: d.anchors.iter().map(|a| a.to_ascii_lowercase()).collect(),
                             prefilter: d.prefilter,
+                            unbounded: unbounded(&src),
                         }),
                         // INVARIANT-like: catalog regexes are tested at build time; a failure
                         // here is still reported, never a panic.
@@ -694,6 +708,7 @@ impl Cx<'_> {
                             validator: Validator::None,
                             allow_emails: Arc::from(Vec::new()),
                             prefilter: Prefilter::Anchors,
+                            unbounded: unbounded(&full),
                         });
                     }
                     Err(e) => self.err(rpath, format!("invalid regex `{src}`: {e}")),
@@ -726,8 +741,9 @@ impl Cx<'_> {
                         group: 0,
                         validator: Validator::None,
                         allow_emails: Arc::from(Vec::new()),
-                        anchors: keywords.iter().map(|k| k.to_ascii_lowercase()).collect(),
+                        anchors: keyword_anchors(&keywords, case_sensitive),
                         prefilter: Prefilter::Anchors,
+                        unbounded: false,
                     }),
                     Err(e) => self.err(format!("{path}.keywords"), format!("cannot compile: {e}")),
                 }
@@ -750,6 +766,21 @@ fn build_regex(src: &str) -> Result<Regex, String> {
         .map_err(|e| e.to_string())
 }
 
+/// True when the regex has no bound on match length.
+fn unbounded(src: &str) -> bool {
+    regex_syntax::parse(src).map_or(true, |hir| hir.properties().maximum_len().is_none())
+}
+
+/// Keyword anchors, lowercased. The anchor search folds ASCII case only, so a
+/// case-insensitive keyword with non-ASCII letters (`contraseña`) gets no anchors and its
+/// regex runs on every field in scope instead.
+fn keyword_anchors(keywords: &[&String], case_sensitive: bool) -> Vec<String> {
+    if !case_sensitive && keywords.iter().any(|k| !k.is_ascii()) {
+        return Vec::new();
+    }
+    keywords.iter().map(|k| k.to_ascii_lowercase()).collect()
+}
+
 /// Literals one of which starts every match (or, failing that, ends it), for the anchor
 /// prefilter. Empty when the regex has no such finite set; the rule then runs on every field
 /// in scope.
@@ -769,6 +800,12 @@ fn extract_anchors(src: &str) -> Vec<String> {
         let mut ok = true;
         for l in lits {
             match std::str::from_utf8(l.as_bytes()) {
+                // Anchors are found in ASCII-lowercased text: a literal with non-ASCII letters
+                // may appear there in another case, so it cannot screen.
+                Ok(s) if !s.is_ascii() => {
+                    ok = false;
+                    break;
+                }
                 Ok(s) => {
                     let s = s.to_ascii_lowercase();
                     if !out.contains(&s) {

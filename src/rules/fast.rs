@@ -116,6 +116,9 @@ pub struct CompiledPattern {
     pub prefilter: Prefilter,
     /// True when `prefilter` is `Anchors` with at least one anchor.
     pub anchored: bool,
+    /// True when a match has no length bound (`\s+`, `.*?`, `\z`): such a pattern is searched
+    /// from its first anchor to the end of the text, since a window could cut its match.
+    pub unbounded: bool,
 }
 
 /// Input to `FastRuleSet::build`: one pattern before the shared automaton exists.
@@ -130,6 +133,8 @@ pub struct PatternInput {
     /// Lowercase literals matched ASCII-case-insensitively; empty means no anchor.
     pub anchors: Vec<String>,
     pub prefilter: Prefilter,
+    /// No upper bound on match length (see `CompiledPattern::unbounded`).
+    pub unbounded: bool,
 }
 
 /// Anchors (lowercase) matched on lowercased text, so searchers are case-sensitive and keep
@@ -232,6 +237,7 @@ impl FastRuleSet {
                 rule: p.rule,
                 kind: p.kind,
                 anchored,
+                unbounded: p.unbounded,
                 prefilter: p.prefilter,
                 regex: p.regex,
                 group: p.group,
@@ -369,9 +375,19 @@ impl FastRuleSet {
             w.clear();
         }
         self.locate(text, scope, scratch);
-        // Windows from different searchers arrive out of order: sort and merge them.
-        for ws in scratch.windows.iter_mut().filter(|w| w.len() > 1) {
+        // Windows from different searchers arrive out of order: sort and merge them. A
+        // pattern without a length bound searches from its first window to the end.
+        for (pi, ws) in scratch.windows.iter_mut().enumerate() {
+            if ws.is_empty() {
+                continue;
+            }
             ws.sort_unstable();
+            if self.patterns[pi].unbounded {
+                let lo = ws[0].0;
+                ws.clear();
+                ws.push((lo, text.len()));
+                continue;
+            }
             let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ws.len());
             for &(lo, hi) in ws.iter() {
                 push_window(&mut merged, lo, hi);
