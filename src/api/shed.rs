@@ -78,12 +78,42 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
             let mut res = inner.call(req).await?;
-            // The permit covers the handler; a stream's body is then paced by its own
-            // bounded channel.
-            drop(permit);
             remap_too_large(&mut res);
-            Ok(res)
+            // The permit lives as long as the response body: a stream holds its place until
+            // it ends, so streams count against the limit like unary calls.
+            Ok(res.map(|body| {
+                tonic::body::Body::new(Permitted {
+                    inner: body,
+                    _permit: permit,
+                })
+            }))
         })
+    }
+}
+
+/// A response body that holds a concurrency permit until it is dropped.
+struct Permitted {
+    inner: tonic::body::Body,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl http_body::Body for Permitted {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
