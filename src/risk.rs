@@ -58,6 +58,14 @@ const PATH_KEYS: [&str; 12] = [
     "directory",
 ];
 
+/// Compiles the resource patterns now, so the first call after start-up does not pay for it
+/// inside its time box.
+pub fn warm_up() {
+    LazyLock::force(&URL);
+    LazyLock::force(&PATH);
+    LazyLock::force(&TABLE);
+}
+
 pub fn impact(level: RiskLevel) -> &'static str {
     match level {
         RiskLevel::Safe => "no meaningful impact expected",
