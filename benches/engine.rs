@@ -42,7 +42,8 @@ fn fill(out: &mut String, target: usize, piece: impl Fn(usize) -> String) {
     }
 }
 
-/// A slice of a Python module, as an agent would pass in a script argument.
+/// A slice of a Python module, as an agent would pass in a script argument. `\x20` keeps the
+/// indentation that a `\` line continuation would otherwise strip.
 fn python_code(i: usize) -> String {
     let region = i % 17;
     let factor = 100 + (i * 37) % 900;

@@ -126,13 +126,9 @@ impl Event {
             });
             // Shell-like tools often split one command over several leaves
             // (`{"cmd":"rm","args":["-rf","/"]}`); a joined view lets command rules see
-            // it whole. It is never redacted: redactions always name a real leaf.
-            if out.len() - start > 1 {
-                let joined = out[start..]
-                    .iter()
-                    .map(|f| f.text.as_ref())
-                    .collect::<Vec<_>>()
-                    .join(" ");
+            // it whole. It is never redacted: redactions always name a real leaf. Long
+            // leaves (scripts, documents) are scanned on their own and left out of it.
+            if let Some(joined) = joined_view(&out[start..]) {
                 out.push(Field {
                     kind: FieldKind::ArgumentsJoined,
                     path: "$".into(),
@@ -174,12 +170,7 @@ impl Event {
                     });
                 });
                 // The same joined view as for call arguments, per planned action.
-                if out.len() - start > 1 {
-                    let joined = out[start..]
-                        .iter()
-                        .map(|f| f.text.as_ref())
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                if let Some(joined) = joined_view(&out[start..]) {
                     out.push(Field {
                         kind: FieldKind::ArgumentsJoined,
                         path: format!("plan[{i}].arguments$"),
@@ -273,6 +264,19 @@ impl<'a> Field<'a> {
             role: None,
         }
     }
+}
+
+/// Leaves up to this long take part in the joined view of split commands.
+const JOINED_LEAF_MAX: usize = 256;
+
+/// The short leaves joined by spaces, when there are at least two of them.
+fn joined_view(leaves: &[Field<'_>]) -> Option<String> {
+    let short: Vec<&str> = leaves
+        .iter()
+        .map(|f| f.text.as_ref())
+        .filter(|t| t.len() <= JOINED_LEAF_MAX)
+        .collect();
+    (short.len() > 1).then(|| short.join(" "))
 }
 
 /// Walks a JSON value and reports every string (and number) leaf with its path. Numbers are

@@ -580,7 +580,7 @@ impl Cx<'_> {
                             allow_emails: allow_emails.clone(),
                             anchors: d.anchors.iter().map(|a| a.to_ascii_lowercase()).collect(),
                             prefilter: d.prefilter,
-                            unbounded: unbounded(&src),
+                            max_len: max_len(&src),
                         }),
                         // INVARIANT-like: catalog regexes are tested at build time; a failure
                         // here is still reported, never a panic.
@@ -708,7 +708,7 @@ impl Cx<'_> {
                             validator: Validator::None,
                             allow_emails: Arc::from(Vec::new()),
                             prefilter: Prefilter::Anchors,
-                            unbounded: unbounded(&full),
+                            max_len: max_len(&full),
                         });
                     }
                     Err(e) => self.err(rpath, format!("invalid regex `{src}`: {e}")),
@@ -743,7 +743,7 @@ impl Cx<'_> {
                         allow_emails: Arc::from(Vec::new()),
                         anchors: keyword_anchors(&keywords, case_sensitive),
                         prefilter: Prefilter::Anchors,
-                        unbounded: false,
+                        max_len: keywords.iter().map(|k| k.len()).max(),
                     }),
                     Err(e) => self.err(format!("{path}.keywords"), format!("cannot compile: {e}")),
                 }
@@ -766,9 +766,11 @@ fn build_regex(src: &str) -> Result<Regex, String> {
         .map_err(|e| e.to_string())
 }
 
-/// True when the regex has no bound on match length.
-fn unbounded(src: &str) -> bool {
-    regex_syntax::parse(src).map_or(true, |hir| hir.properties().maximum_len().is_none())
+/// The regex's maximum match length in bytes, `None` when it has no bound.
+fn max_len(src: &str) -> Option<usize> {
+    regex_syntax::parse(src)
+        .ok()
+        .and_then(|hir| hir.properties().maximum_len())
 }
 
 /// Keyword anchors, lowercased. The anchor search folds ASCII case only, so a

@@ -24,7 +24,9 @@ const WINDOW_OVERLAP: usize = 4 * 1024;
 /// Context searched around an anchor. A match that reaches the end of its search window is
 /// searched again to the end of the text, so this bounds cost, not match length.
 const ANCHOR_BEFORE: usize = 256;
-const ANCHOR_AFTER: usize = 1024;
+/// Search reach after an anchor for patterns without a length bound: longer than any key or
+/// command the catalog looks for (a 4096-bit PEM key is about 3.2 KiB).
+const UNBOUNDED_REACH: usize = 8 * 1024;
 /// Context searched around a digit run (a leading `+`, `(` or country code; an IBAN's tail).
 const DIGITS_BEFORE: usize = 8;
 const DIGITS_AFTER: usize = 48;
@@ -116,9 +118,10 @@ pub struct CompiledPattern {
     pub prefilter: Prefilter,
     /// True when `prefilter` is `Anchors` with at least one anchor.
     pub anchored: bool,
-    /// True when a match has no length bound (`\s+`, `.*?`, `\z`): such a pattern is searched
-    /// from its first anchor to the end of the text, since a window could cut its match.
-    pub unbounded: bool,
+    /// How far past an anchor a match can reach: the regex's maximum match length, or
+    /// `UNBOUNDED_REACH` when it has none (`\s+`, `.*?`, `\z`). A match that still reaches the
+    /// end of its search window is searched again to the end of the text.
+    pub reach: usize,
 }
 
 /// Input to `FastRuleSet::build`: one pattern before the shared automaton exists.
@@ -133,8 +136,8 @@ pub struct PatternInput {
     /// Lowercase literals matched ASCII-case-insensitively; empty means no anchor.
     pub anchors: Vec<String>,
     pub prefilter: Prefilter,
-    /// No upper bound on match length (see `CompiledPattern::unbounded`).
-    pub unbounded: bool,
+    /// Maximum match length in bytes, `None` when unbounded.
+    pub max_len: Option<usize>,
 }
 
 /// Anchors (lowercase) matched on lowercased text, so searchers are case-sensitive and keep
@@ -237,7 +240,9 @@ impl FastRuleSet {
                 rule: p.rule,
                 kind: p.kind,
                 anchored,
-                unbounded: p.unbounded,
+                reach: p
+                    .max_len
+                    .map_or(UNBOUNDED_REACH, |n| n.min(UNBOUNDED_REACH)),
                 prefilter: p.prefilter,
                 regex: p.regex,
                 group: p.group,
@@ -375,19 +380,12 @@ impl FastRuleSet {
             w.clear();
         }
         self.locate(text, scope, scratch);
-        // Windows from different searchers arrive out of order: sort and merge them. A
-        // pattern without a length bound searches from its first window to the end.
-        for (pi, ws) in scratch.windows.iter_mut().enumerate() {
-            if ws.is_empty() {
+        // Windows from different searchers arrive out of order: sort and merge them.
+        for ws in scratch.windows.iter_mut() {
+            if ws.len() < 2 {
                 continue;
             }
             ws.sort_unstable();
-            if self.patterns[pi].unbounded {
-                let lo = ws[0].0;
-                ws.clear();
-                ws.push((lo, text.len()));
-                continue;
-            }
             let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ws.len());
             for &(lo, hi) in ws.iter() {
                 push_window(&mut merged, lo, hi);
@@ -491,10 +489,11 @@ impl FastRuleSet {
                     for &pi in &g.patterns[m.pattern().as_usize()] {
                         let pi = pi as usize;
                         if scratch.in_scope[pi] {
+                            let reach = self.patterns[pi].reach;
                             push_window(
                                 &mut scratch.windows[pi],
-                                m.start().saturating_sub(ANCHOR_BEFORE),
-                                (m.end() + ANCHOR_AFTER).min(len),
+                                m.start().saturating_sub(ANCHOR_BEFORE.min(reach)),
+                                (m.start() + reach).min(len),
                             );
                         }
                     }
@@ -506,10 +505,11 @@ impl FastRuleSet {
                     for &pi in pats {
                         let pi = pi as usize;
                         if scratch.in_scope[pi] {
+                            let reach = self.patterns[pi].reach;
                             push_window(
                                 &mut scratch.windows[pi],
-                                at.saturating_sub(ANCHOR_BEFORE),
-                                (at + 1 + ANCHOR_AFTER).min(len),
+                                at.saturating_sub(ANCHOR_BEFORE.min(reach)),
+                                (at + reach).min(len),
                             );
                         }
                     }
