@@ -144,7 +144,9 @@ pub struct PatternInput {
 /// their SIMD literal search (ASCII case-insensitive automata lose it).
 #[derive(Debug)]
 struct AnchorSet {
-    /// Groups of at most 64 multi-byte anchors, the most a Teddy searcher takes well.
+    /// Every anchor in one DFA: one pass is cheaper than several SIMD passes on short text.
+    whole: AnchorGroup,
+    /// Groups of multi-byte anchors for SIMD searchers (Teddy takes a few dozen well).
     groups: Vec<AnchorGroup>,
     /// Single-byte anchors (`@`), found with memchr.
     singles: Vec<(u8, Vec<u32>)>,
@@ -162,6 +164,8 @@ struct AnchorGroup {
 }
 
 const GROUP_SIZE: usize = 32;
+/// Texts up to this long are searched with the single DFA over all anchors.
+const SHORT_TEXT: usize = 512;
 
 fn scope_index(event: EventKind, field: FieldKind) -> usize {
     event as usize * FieldKind::ALL.len() + field as usize
@@ -176,6 +180,9 @@ pub struct FastRuleSet {
     scopes: Vec<Option<Arc<AnchorSet>>>,
     /// Patterns whose prefilter is a digit run or IBAN shape.
     digit_patterns: Vec<u32>,
+    /// Per scope (`scope_index`): patterns whose rule reads that event and field kind, so a
+    /// field only looks at the patterns that could apply to it.
+    scope_members: Vec<Vec<u32>>,
     /// Smallest `DigitRun` minimum among patterns (None: no digit patterns).
     min_digit_run: Option<u8>,
 }
@@ -250,6 +257,22 @@ impl FastRuleSet {
                 allow_emails: p.allow_emails,
             });
         }
+        let mut scope_members = Vec::new();
+        for event in EventKind::ALL {
+            for field in FieldKind::ALL {
+                scope_members.push(
+                    (0..patterns.len())
+                        .filter(|&pi| {
+                            let r = &rules[patterns[pi].rule];
+                            matches!(r.matcher, RuleMatcher::Patterns)
+                                && r.events & event.bit() != 0
+                                && r.field_in_kind(field)
+                        })
+                        .map(|pi| pi as u32)
+                        .collect::<Vec<u32>>(),
+                );
+            }
+        }
         // One automaton per scope; scopes with the same pattern set share it.
         let mut scopes: Vec<Option<Arc<AnchorSet>>> = Vec::new();
         let mut built: Vec<(Vec<u32>, Arc<AnchorSet>)> = Vec::new();
@@ -282,6 +305,7 @@ impl FastRuleSet {
             patterns,
             scopes,
             digit_patterns,
+            scope_members,
             min_digit_run,
         })
     }
@@ -319,11 +343,11 @@ impl FastRuleSet {
                 return;
             }
             let mut any = false;
-            for (pi, p) in self.patterns.iter().enumerate() {
-                let on = active[p.rule]
-                    && matches!(self.rules[p.rule].matcher, RuleMatcher::Patterns)
-                    && self.rules[p.rule].field_in_scope(field);
-                scratch.in_scope[pi] = on;
+            scratch.in_scope.iter_mut().for_each(|x| *x = false);
+            for &pi in &self.scope_members[scope_index(event.kind, field.kind)] {
+                let p = &self.patterns[pi as usize];
+                let on = active[p.rule] && self.rules[p.rule].field_in_scope(field);
+                scratch.in_scope[pi as usize] = on;
                 any |= on;
             }
             if !any {
@@ -476,7 +500,13 @@ impl FastRuleSet {
             } else {
                 text.as_bytes()
             };
-            for g in &set.groups {
+            let short = hay.len() <= SHORT_TEXT;
+            let groups: &[AnchorGroup] = if short {
+                std::slice::from_ref(&set.whole)
+            } else {
+                &set.groups
+            };
+            for g in groups {
                 let mut pos = 0;
                 while pos < len {
                     let found = match &g.packed {
@@ -500,7 +530,7 @@ impl FastRuleSet {
                     pos = m.start() + 1;
                 }
             }
-            for (byte, pats) in &set.singles {
+            for (byte, pats) in set.singles.iter().filter(|_| !short) {
                 for at in memchr::memchr_iter(*byte, hay) {
                     for &pi in pats {
                         let pi = pi as usize;
@@ -578,6 +608,27 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
             }
         }
     }
+    let whole = {
+        let mut patterns = own.clone();
+        for (a, lit) in lits.iter().enumerate() {
+            for (b, other) in lits.iter().enumerate() {
+                if a != b && lit.contains(other.as_str()) {
+                    let extra = own[b].clone();
+                    patterns[a].extend(extra);
+                }
+            }
+            patterns[a].sort_unstable();
+            patterns[a].dedup();
+        }
+        AnchorGroup {
+            packed: None,
+            ac: AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(&lits)?,
+            patterns,
+        }
+    };
     let mut singles = Vec::new();
     let mut multi: Vec<(String, Vec<u32>)> = Vec::new();
     for (lit, pats) in lits.into_iter().zip(own) {
@@ -615,7 +666,11 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
             patterns,
         });
     }
-    Ok(AnchorSet { groups, singles })
+    Ok(AnchorSet {
+        whole,
+        groups,
+        singles,
+    })
 }
 
 struct Scratch {
