@@ -21,12 +21,13 @@ pub fn parse_arguments(field: &str, text: &str) -> Result<Option<Value>, ApiErro
         .map_err(|e| ApiError::invalid(field, format!("invalid JSON: {e}")))
 }
 
-pub fn check_size(msg: &impl prost::Message, limit: usize) -> Result<(), ApiError> {
+/// The request's encoded size, or RESOURCE_EXHAUSTED past the limit.
+pub fn check_size(msg: &impl prost::Message, limit: usize) -> Result<usize, ApiError> {
     let size = msg.encoded_len();
     if size > limit {
         return Err(ApiError::TooLarge { size, limit });
     }
-    Ok(())
+    Ok(size)
 }
 
 pub fn context(c: Option<proto::EventContext>) -> Context {

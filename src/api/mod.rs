@@ -19,6 +19,28 @@ use crate::stream::StreamGuard;
 use crate::telemetry::{CallStart, Telemetry, trace};
 use status::ApiError;
 
+/// Requests above this size are evaluated on the blocking pool, so a long scan never stalls
+/// the async workers that serve other calls.
+const BLOCKING_BYTES: usize = 64 * 1024;
+
+/// Evaluates, traces, converts and records in one synchronous step: once a decision exists
+/// its span, metrics and log line follow without an await, so a caller that cancels cannot
+/// make it vanish.
+fn decide_and_record(
+    telemetry: &Telemetry,
+    event: crate::event::Event,
+    policy: &Arc<crate::policy::Policy>,
+    meta: &CallMeta,
+    start: CallStart,
+    parent: &opentelemetry::Context,
+) -> proto::Decision {
+    let mut d = evaluate(&event, policy, meta);
+    let span_id = telemetry.trace(&event, &mut d, policy, start, parent);
+    let wire = convert::decision(&d);
+    telemetry.record(event, d, policy, start, span_id);
+    wire
+}
+
 #[derive(Clone)]
 pub struct Guard {
     store: Arc<PolicyStore>,
@@ -28,6 +50,33 @@ pub struct Guard {
 impl Guard {
     pub fn new(store: Arc<PolicyStore>, telemetry: Arc<Telemetry>) -> Guard {
         Guard { store, telemetry }
+    }
+
+    async fn decide(
+        &self,
+        event: crate::event::Event,
+        policy: Arc<crate::policy::Policy>,
+        meta: CallMeta,
+        start: CallStart,
+        parent: opentelemetry::Context,
+        size: usize,
+    ) -> Result<proto::Decision, Status> {
+        if size <= BLOCKING_BYTES {
+            return Ok(decide_and_record(
+                &self.telemetry,
+                event,
+                &policy,
+                &meta,
+                start,
+                &parent,
+            ));
+        }
+        let telemetry = self.telemetry.clone();
+        tokio::task::spawn_blocking(move || {
+            decide_and_record(&telemetry, event, &policy, &meta, start, &parent)
+        })
+        .await
+        .map_err(|e| Status::from(ApiError::Internal(format!("evaluation task failed: {e}"))))
     }
 }
 
@@ -47,14 +96,11 @@ impl GuardService for Guard {
             trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
-        convert::check_size(&msg, policy.max_message_bytes)?;
+        let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_start(msg)?;
-        let mut d = evaluate(&event, &policy, &meta);
-        let span_id = self
-            .telemetry
-            .trace(&event, &mut d, &policy, start, &parent);
-        let wire = convert::decision(&d);
-        self.telemetry.record(event, d, &policy, start, span_id);
+        let wire = self
+            .decide(event, policy, meta, start, parent, size)
+            .await?;
         Ok(Response::new(proto::ToolCallStartResponse {
             decision: Some(wire),
         }))
@@ -71,14 +117,11 @@ impl GuardService for Guard {
             trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
-        convert::check_size(&msg, policy.max_message_bytes)?;
+        let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_result(msg)?;
-        let mut d = evaluate(&event, &policy, &meta);
-        let span_id = self
-            .telemetry
-            .trace(&event, &mut d, &policy, start, &parent);
-        let wire = convert::decision(&d);
-        self.telemetry.record(event, d, &policy, start, span_id);
+        let wire = self
+            .decide(event, policy, meta, start, parent, size)
+            .await?;
         Ok(Response::new(proto::ToolCallResultResponse {
             decision: Some(wire),
         }))
@@ -95,14 +138,11 @@ impl GuardService for Guard {
             trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
         };
         let msg = req.into_inner();
-        convert::check_size(&msg, policy.max_message_bytes)?;
+        let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::llm_before(msg)?;
-        let mut d = evaluate(&event, &policy, &meta);
-        let span_id = self
-            .telemetry
-            .trace(&event, &mut d, &policy, start, &parent);
-        let wire = convert::decision(&d);
-        self.telemetry.record(event, d, &policy, start, span_id);
+        let wire = self
+            .decide(event, policy, meta, start, parent, size)
+            .await?;
         Ok(Response::new(proto::LlmBeforeResponse {
             decision: Some(wire),
         }))

@@ -18,6 +18,9 @@ pub enum ApiError {
     /// More calls in flight than the server admits; the caller should back off and retry.
     #[error("overloaded: {in_flight} calls in flight; retry with backoff")]
     Overloaded { in_flight: usize },
+    /// A fault inside the server (a worker task died); never carries request content.
+    #[error("internal: {0}")]
+    Internal(String),
 }
 
 impl From<ApiError> for Status {
@@ -28,6 +31,7 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { .. } => Status::resource_exhausted(msg),
             ApiError::Stream(_) => Status::invalid_argument(msg),
             ApiError::Overloaded { .. } => Status::unavailable(msg),
+            ApiError::Internal(_) => Status::internal(msg),
         }
     }
 }

@@ -268,6 +268,44 @@ impl Cx<'_> {
             escalate_to,
         };
 
+        // Keys whose behaviour arrives with deep rules and session state: accepted so packs
+        // written for it load, and reported so nobody believes they are enforced yet.
+        let not_yet = [
+            (
+                "sessions",
+                raw.sessions.strike_limit.is_some()
+                    || raw.sessions.ttl_s.is_some()
+                    || raw.sessions.max_sessions.is_some(),
+            ),
+            (
+                "risk_router.high_risk_wait_ms",
+                rr.high_risk_wait_ms.is_some(),
+            ),
+            (
+                "risk_router.medium_risk_wait_ms",
+                rr.medium_risk_wait_ms.is_some(),
+            ),
+            (
+                "risk_router.critical_fail_closed",
+                rr.critical_fail_closed.is_some(),
+            ),
+            ("retry.escalate_to", raw.retry.escalate_to.is_some()),
+            (
+                "gateway.async",
+                raw.gateway.async_.enabled.is_some()
+                    || raw.gateway.async_.workers.is_some()
+                    || raw.gateway.async_.queue_capacity.is_some()
+                    || raw.gateway.async_.fail_open.is_some(),
+            ),
+        ];
+        for (path, set) in not_yet {
+            if set {
+                self.warn(
+                    path,
+                    "accepted but not enforced by this version (deep rules and session state are not implemented yet)",
+                );
+            }
+        }
         self.async_rules(raw);
         let rules = self.sync_rules(&raw.sync_rules);
 

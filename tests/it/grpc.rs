@@ -348,3 +348,28 @@ async fn health_and_reflection_are_served() {
     );
     s.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_large_result_is_decided_off_the_async_workers_and_still_redacted() {
+    let s = server(None).await;
+    let mut c = client(&s).await;
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    let mut output = "x".repeat(200 * 1024);
+    output.push_str(&format!(" key {secret}"));
+    let d = c
+        .tool_call_result(ToolCallResultRequest {
+            context: ctx("big"),
+            tool_name: "fs.read".into(),
+            arguments_json: String::new(),
+            output,
+            is_error: false,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.action(), Action::Redact);
+    assert!(d.redacted_output.ends_with("key [REDACTED:aws_access_key]"));
+    s.stop().await.unwrap();
+}
