@@ -319,6 +319,7 @@ impl Cx<'_> {
         Some(Policy {
             name: raw.policy_pack.clone(),
             version: raw.version.0.clone(),
+            version_tag: format!("{}@{}", raw.version.0, hash),
             hash,
             source: source_name.to_string(),
             env: env.map(str::to_string),

@@ -79,6 +79,8 @@ pub struct Policy {
     pub version: String,
     /// First 12 hex chars of the SHA-256 of the pack text (and environment).
     pub hash: String,
+    /// `version@hash`, built once: every Decision carries it.
+    pub version_tag: String,
     /// Where it came from: a file path or `embedded`.
     pub source: String,
     pub env: Option<String>,
@@ -101,6 +103,6 @@ impl Policy {
     /// The version string every Decision carries: the pack's version and content hash, so
     /// two different packs that both say `1.0` are still told apart.
     pub fn version_tag(&self) -> String {
-        format!("{}@{}", self.version, self.hash)
+        self.version_tag.clone()
     }
 }

@@ -240,7 +240,10 @@ const DESTRUCTIVE_SHELL: &[PatternDef] = &[
     pattern(
         "cmd_recursive_delete",
         r"(?-u:\b)(?:rmdir|rd|del|erase)\s+(?:/[a-z]\s+)*/s(?-u:\b)",
-        &["/s"],
+        // The command word with its blank: `/s` alone is in every `/scripts` path.
+        &[
+            "rmdir", "erase", "rd ", "rd\t", "rd\n", "rd\r", "del ", "del\t", "del\n", "del\r",
+        ],
     ),
 ];
 
@@ -306,7 +309,21 @@ const DISK_FORMAT: &[PatternDef] = &[
             r"/dev/",
             r"|>\s*/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d)"
         ),
-        &["/dev/"],
+        // The tool names and the block-device paths: `/dev/` alone is in `/home/dev/`.
+        &[
+            "fdisk",
+            "gdisk",
+            "parted",
+            "shred",
+            "blkdiscard",
+            "/dev/sd",
+            "/dev/hd",
+            "/dev/vd",
+            "/dev/xvd",
+            "/dev/nvme",
+            "/dev/mmcblk",
+            "/dev/disk",
+        ],
     ),
     // `format C:`: the word must start a command, which keeps out `str.format(`, `--format`
     // and `clang-format`, and a drive letter must follow.
@@ -435,7 +452,8 @@ const SUDO: &[PatternDef] = &[
     pattern(
         "su",
         concat!(word_start!(), r"su\s+(?:-[\w-]*|root)", word_end!()),
-        &["su"],
+        // `su` with its blank: bare `su` is in `sum(` and `summary`.
+        &["su ", "su\t", "su\n", "su\r", "su\x0b", "su\x0c"],
     ),
     pattern(
         "runas",
@@ -488,7 +506,23 @@ const FILE_WRITE_SYSTEM: &[PatternDef] = &[
     pattern(
         "redirect",
         concat!(r#"(?:(?m:^)|[^\-=>])>>?\s*["']?"#, system_path!()),
-        &[">"],
+        // The system paths, not `>`, which every comparison in code contains.
+        &[
+            "/etc/",
+            "/usr/",
+            "/bin/",
+            "/sbin/",
+            "/boot/",
+            "/lib/",
+            "/lib64/",
+            "/.ssh/",
+            "/.bashrc",
+            "/.bash_profile",
+            "/.zshrc",
+            "/.zprofile",
+            "/.profile",
+            "c:\\windows\\",
+        ],
     ),
     pattern(
         "tee",

@@ -165,7 +165,7 @@ struct AnchorGroup {
 
 const GROUP_SIZE: usize = 32;
 /// Texts up to this long are searched with the single DFA over all anchors.
-const SHORT_TEXT: usize = 512;
+const SHORT_TEXT: usize = 4096;
 
 fn scope_index(event: EventKind, field: FieldKind) -> usize {
     event as usize * FieldKind::ALL.len() + field as usize
