@@ -191,10 +191,19 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
                     c.is_whitespace() || matches!(c, '"' | '\'' | '=' | '(' | '>')
                 });
                 let at = m.end() - path.len();
-                if !path.is_empty()
-                    && !url_ranges.iter().any(|r| r.contains(&at))
-                    && push(&mut out, format!("file:{path}"))
-                {
+                // A lone `/` is the root only where a command argument ends (`rm -rf /`,
+                // `rm -rf / --no-preserve-root`), not in `total / count`.
+                let rest = &text[m.end()..];
+                let lone_root = path == "/"
+                    && !(rest.trim_start().is_empty()
+                        || rest
+                            .trim_start()
+                            .starts_with(['-', ';', '&', '|', '"', '\'']));
+                if path.is_empty() || lone_root || url_ranges.iter().any(|r| r.contains(&at)) {
+                    continue;
+                }
+                let seen = out.iter().any(|r| r.strip_prefix("file:") == Some(path));
+                if !seen && push(&mut out, format!("file:{path}")) {
                     return out;
                 }
             }
@@ -243,6 +252,15 @@ mod tests {
         assert!(r.contains(&"table:audit".to_string()), "{r:?}");
         assert!(r.contains(&"file:notes.txt".to_string()), "{r:?}");
         assert!(!r.iter().any(|x| x.starts_with("file://")), "{r:?}");
+    }
+
+    #[test]
+    fn a_division_is_not_the_root_directory() {
+        let r = fields_of(
+            json!({"script": "mean = total / max(n, 1)", "cmd": "rm -rf / --no-preserve-root"}),
+        );
+        assert_eq!(r, vec!["file:/".to_string()]);
+        assert!(fields_of(json!({"script": "mean = total / count"})).is_empty());
     }
 
     #[test]
