@@ -982,7 +982,8 @@ const SECRETS: &[PatternDef] = &[
         ..pattern(
             "url_credentials",
             r"(?-u:\b)[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s:/@]{3,})@",
-            &["://"],
+            // `@` rather than `://`: every match has both, and logs are full of plain URLs.
+            &["@"],
         )
     },
 ];
