@@ -511,3 +511,27 @@ fn a_secret_in_a_planned_tool_name_is_redacted_too() {
             .contains("AKIAIOSFODNN7EXAMPLE")
     );
 }
+
+#[test]
+fn a_value_whose_key_names_a_secret_is_redacted_whatever_it_looks_like() {
+    let p = pack("");
+    let d = evaluate(
+        &tool_call(
+            "db.connect",
+            json!({"host": "db.internal", "password": "hunter2hunter2", "API-Key": "9f8e7d6c5b4a39281706",
+                   "token": "${TOKEN}", "nested": {"client_secret": "abc123xyz"}, "passwords_note": "see vault"}),
+        ),
+        &p,
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Redact);
+    let args: serde_json::Value =
+        serde_json::from_str(d.redacted_arguments_json.as_ref().unwrap()).unwrap();
+    assert_eq!(args["password"], "[REDACTED:keyed_secret]");
+    assert_eq!(args["API-Key"], "[REDACTED:keyed_secret]");
+    assert_eq!(args["nested"]["client_secret"], "[REDACTED:keyed_secret]");
+    // Placeholders, other keys and ordinary values stay.
+    assert_eq!(args["token"], "${TOKEN}");
+    assert_eq!(args["host"], "db.internal");
+    assert_eq!(args["passwords_note"], "see vault");
+}

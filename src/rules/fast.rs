@@ -241,7 +241,7 @@ impl FastRuleSet {
                     min_digit_run = Some(min_digit_run.unwrap_or(u8::MAX));
                     digit_patterns.push(i as u32);
                 }
-                Prefilter::Anchors => {}
+                Prefilter::Anchors | Prefilter::SensitiveKey => {}
             }
             patterns.push(CompiledPattern {
                 rule: p.rule,
@@ -334,6 +334,7 @@ impl FastRuleSet {
 
         let mut scratch = Scratch {
             in_scope: vec![false; self.patterns.len()],
+            sensitive_key: false,
             lowered: Vec::new(),
             windows: vec![Vec::new(); self.patterns.len()],
         };
@@ -353,6 +354,7 @@ impl FastRuleSet {
             if !any {
                 continue;
             }
+            scratch.sensitive_key = is_sensitive_leaf(field);
             let text = field.text.as_ref();
             let mut start = 0;
             loop {
@@ -464,6 +466,25 @@ impl FastRuleSet {
                         && validate::check(p.validator, &text[s..e], &p.allow_emails)
                     {
                         let (os, oe) = norm.original_range(s, e);
+                        // A whole-leaf match for a secret-named key adds nothing when a
+                        // specific pattern already covers the same bytes (and it would hide
+                        // the specific kind in the merged redaction).
+                        let covered = p.prefilter == Prefilter::SensitiveKey
+                            && out
+                                .matches
+                                .iter()
+                                .rev()
+                                .take_while(|m| m.field == field)
+                                .any(|m| m.start <= base + os && m.end >= base + oe);
+                        if covered {
+                            at = if m_end > m.start() {
+                                m_end
+                            } else {
+                                m.start() + 1
+                            };
+                            searched_to = searched_to.max(at);
+                            continue;
+                        }
                         out.matches.push(FieldMatch {
                             rule: p.rule,
                             pattern: Some(pi),
@@ -546,9 +567,15 @@ impl FastRuleSet {
                 }
             }
         }
-        // Unanchored patterns without a screen run on the whole text.
+        // Unanchored patterns without a screen run on the whole text; key-scoped patterns on
+        // the whole leaf when its key names a secret.
         for (pi, p) in self.patterns.iter().enumerate() {
-            if scratch.in_scope[pi] && p.prefilter == Prefilter::Anchors && !p.anchored {
+            let whole = match p.prefilter {
+                Prefilter::Anchors => !p.anchored,
+                Prefilter::SensitiveKey => scratch.sensitive_key,
+                Prefilter::DigitRun(_) | Prefilter::CountryCodeDigits => false,
+            };
+            if scratch.in_scope[pi] && whole {
                 scratch.windows[pi].push((0, len));
             }
         }
@@ -675,6 +702,8 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
 
 struct Scratch {
     in_scope: Vec<bool>,
+    /// The current field is a JSON leaf whose key names a secret.
+    sensitive_key: bool,
     /// Reused buffer for the lowercased text the anchor search runs on.
     lowered: Vec<u8>,
     /// Per pattern: sorted, merged search windows in the current text.
@@ -773,6 +802,42 @@ fn next_digit(bytes: &[u8], mut from: usize) -> usize {
         from += 1;
     }
     from
+}
+
+/// Key names whose values are secrets, compared after lowercasing and dropping `-`/`_`.
+const SENSITIVE_KEYS: [&str; 14] = [
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "clientsecret",
+    "apikey",
+    "apisecret",
+    "token",
+    "accesstoken",
+    "refreshtoken",
+    "authtoken",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+];
+
+/// True for a JSON argument leaf (call or plan) whose last key names a secret.
+fn is_sensitive_leaf(f: &Field<'_>) -> bool {
+    if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) || !f.path.contains('$') {
+        return false;
+    }
+    let key = f
+        .path
+        .rsplit(['.', '\'', '$'])
+        .find(|s| !s.is_empty() && !s.starts_with('['))
+        .unwrap_or("");
+    let norm: String = key
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    SENSITIVE_KEYS.contains(&norm.as_str())
 }
 
 /// Tool allow/deny lists and plan limits.

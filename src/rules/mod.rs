@@ -77,6 +77,9 @@ pub enum Prefilter {
     DigitRun(u8),
     /// Every match starts with two ASCII capital letters and two digits (IBAN shape).
     CountryCodeDigits,
+    /// Runs only on a JSON argument leaf whose key names a secret (`password`, `api_key`,
+    /// `token`, …): the value is secret because of where it sits, whatever it looks like.
+    SensitiveKey,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
