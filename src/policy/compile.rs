@@ -302,7 +302,7 @@ impl Cx<'_> {
             if set {
                 self.warn(
                     path,
-                    "accepted but not enforced by this version (deep rules and session state are not implemented yet)",
+                    "accepted but not enforced by this version (this version has no deep rules or session state yet)",
                 );
             }
         }
