@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use tonic::transport::Channel;
 use toolgate::app::{Running, ServeOptions, start};
 use toolgate::proto::guard_service_client::GuardServiceClient;
-use toolgate::proto::{EventContext, ToolCallStartRequest};
+use toolgate::proto::{Decision, EventContext, ToolCallStartRequest};
 
 /// The embedded default pack with the time box lifted: debug builds on a loaded CI machine
 /// can exceed 5 ms, and these tests assert behaviour, not speed.
@@ -57,5 +57,28 @@ pub fn start_req(tool: &str, args: &str) -> ToolCallStartRequest {
         context: ctx("s1"),
         tool_name: tool.into(),
         arguments_json: args.into(),
+    }
+}
+
+/// The decision of a unary call that must succeed.
+pub trait DecisionOf {
+    fn decision(self) -> Decision;
+}
+
+impl DecisionOf for tonic::Response<toolgate::proto::ToolCallStartResponse> {
+    fn decision(self) -> Decision {
+        self.into_inner().decision.expect("a decision")
+    }
+}
+
+impl DecisionOf for tonic::Response<toolgate::proto::ToolCallResultResponse> {
+    fn decision(self) -> Decision {
+        self.into_inner().decision.expect("a decision")
+    }
+}
+
+impl DecisionOf for tonic::Response<toolgate::proto::LlmBeforeResponse> {
+    fn decision(self) -> Decision {
+        self.into_inner().decision.expect("a decision")
     }
 }

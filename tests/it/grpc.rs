@@ -4,7 +4,7 @@ use toolgate::proto::{
     StreamLlmChunksRequest, ToolCallResultRequest,
 };
 
-use super::common::{client, ctx, server, start_req};
+use super::common::{DecisionOf, client, ctx, server, start_req};
 
 #[tokio::test]
 async fn tool_call_start_allows_benign_and_stops_destructive() {
@@ -15,9 +15,7 @@ async fn tool_call_start_allows_benign_and_stops_destructive() {
         .tool_call_start(start_req("fs.list", r#"{"path":"./src"}"#))
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Allow);
     assert_eq!(d.status(), DecisionStatus::Pass);
     assert!(d.enforced);
@@ -28,9 +26,7 @@ async fn tool_call_start_allows_benign_and_stops_destructive() {
         .tool_call_start(start_req("shell.exec", r#"{"command":"sudo rm -rf /"}"#))
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Stop);
     assert_eq!(d.status(), DecisionStatus::Block);
     let ids: Vec<_> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
@@ -55,13 +51,7 @@ async fn traceparent_trace_id_is_echoed_in_the_decision() {
             .parse()
             .unwrap(),
     );
-    let d = c
-        .tool_call_start(req)
-        .await
-        .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+    let d = c.tool_call_start(req).await.unwrap().decision();
     assert_eq!(d.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
     s.stop().await.unwrap();
 }
@@ -83,9 +73,7 @@ async fn tool_call_result_redacts_secrets_and_pii() {
         })
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Redact);
     assert_eq!(d.status(), DecisionStatus::Warn);
     assert!(!d.redacted_output.contains(secret), "{}", d.redacted_output);
@@ -128,9 +116,7 @@ async fn llm_before_catches_injection_and_plan_limits() {
         })
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Stop);
     assert!(d.effects.unwrap().flag_trajectory);
 
@@ -151,9 +137,7 @@ async fn llm_before_catches_injection_and_plan_limits() {
         })
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Retry);
     assert!(d.hits.iter().any(|h| h.rule_id == "plan-limits"));
     let retry = d.retry.unwrap();
@@ -274,9 +258,7 @@ async fn bad_input_gets_a_clear_status_and_the_next_call_works() {
         .tool_call_start(start_req("fs.list", "{}"))
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Allow);
     s.stop().await.unwrap();
 }
@@ -366,9 +348,7 @@ async fn a_large_result_is_decided_off_the_async_workers_and_still_redacted() {
         })
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d.action(), Action::Redact);
     assert!(d.redacted_output.ends_with("key [REDACTED:aws_access_key]"));
     s.stop().await.unwrap();

@@ -5,7 +5,7 @@ use toolgate::app::{ServeOptions, start};
 use toolgate::proto::ToolCallResultRequest;
 use toolgate::telemetry::log::Sink;
 
-use super::common::{client, ctx, default_pack_file, start_req};
+use super::common::{DecisionOf, client, ctx, default_pack_file, start_req};
 
 /// A plain HTTP/1.0 GET (no client library needed); returns status code and body.
 async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
@@ -48,9 +48,7 @@ async fn metrics_admin_endpoints_and_decision_log() {
         .tool_call_start(start_req("shell.exec", r#"{"command":"rm -rf /"}"#))
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     c.tool_call_start(start_req("fs.list", "{}")).await.unwrap();
     c.tool_call_result(ToolCallResultRequest {
         context: ctx("obs"),

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use toolgate::proto::{Action, StreamLlmChunksRequest};
 
-use super::common::{client, ctx, server, start_req};
+use super::common::{DecisionOf, client, ctx, server, start_req};
 
 const V1: &str = "policy_pack: live\nversion: \"1\"\ngateway: { sync: { timeout_ms: 5000 } }\nsync_rules: [{ id: secrets }]\n";
 const V2: &str = "policy_pack: live\nversion: \"2\"\ngateway: { sync: { timeout_ms: 5000 } }\nsync_rules:\n  - { id: secrets }\n  - { id: no-frobnicate, keywords: [frobnicate], action: stop }\n";
@@ -17,9 +17,7 @@ async fn wait_for_version(
             .tool_call_start(start_req("fs.list", "{}"))
             .await
             .unwrap()
-            .into_inner()
-            .decision
-            .unwrap();
+            .decision();
         if d.policy_version.starts_with(version) {
             return;
         }
@@ -38,13 +36,7 @@ async fn file_change_reloads_and_a_bad_pack_never_replaces_a_good_one() {
     let frob = || start_req("shell.exec", r#"{"command":"frobnicate the widgets"}"#);
 
     assert_eq!(
-        c.tool_call_start(frob())
-            .await
-            .unwrap()
-            .into_inner()
-            .decision
-            .unwrap()
-            .action(),
+        c.tool_call_start(frob()).await.unwrap().decision().action(),
         Action::Allow
     );
 
@@ -67,13 +59,7 @@ async fn file_change_reloads_and_a_bad_pack_never_replaces_a_good_one() {
 
     std::fs::write(&path, V2).unwrap();
     wait_for_version(&mut c, "2@").await;
-    let d = c
-        .tool_call_start(frob())
-        .await
-        .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+    let d = c.tool_call_start(frob()).await.unwrap().decision();
     assert_eq!(d.action(), Action::Stop);
 
     tx.send(StreamLlmChunksRequest {
@@ -107,13 +93,7 @@ async fn file_change_reloads_and_a_bad_pack_never_replaces_a_good_one() {
         err.contains("sync_rules[0].id: unknown rule id `nope`"),
         "{err}"
     );
-    let d = c
-        .tool_call_start(frob())
-        .await
-        .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+    let d = c.tool_call_start(frob()).await.unwrap().decision();
     assert!(d.policy_version.starts_with("2@"));
     assert_eq!(d.action(), Action::Stop);
     s.stop().await.unwrap();

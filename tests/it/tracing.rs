@@ -11,7 +11,7 @@ use toolgate::app::{ServeOptions, start};
 use toolgate::proto::ToolCallResultRequest;
 use toolgate::telemetry::trace::TraceConfig;
 
-use super::common::{client, ctx, default_pack_file};
+use super::common::{DecisionOf, client, ctx, default_pack_file};
 
 /// A real OTLP/gRPC trace receiver on loopback that keeps what it is sent.
 #[derive(Clone, Default)]
@@ -77,13 +77,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
             .parse()
             .unwrap(),
     );
-    let d = c
-        .tool_call_result(req)
-        .await
-        .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+    let d = c.tool_call_result(req).await.unwrap().decision();
     assert_eq!(d.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
 
     // A call without a parent still gets a trace id of its own in the decision.
@@ -91,9 +85,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         .tool_call_start(super::common::start_req("fs.list", "{}"))
         .await
         .unwrap()
-        .into_inner()
-        .decision
-        .unwrap();
+        .decision();
     assert_eq!(d2.trace_id.len(), 32);
 
     // Stopping flushes the batch exporter.
