@@ -296,13 +296,6 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     );
     let max_message = policy.max_message_bytes;
     crate::risk::warm_up();
-    // One throwaway evaluation builds the regex caches, so the first real call is not the
-    // one that pays for them inside its time box.
-    let _ = crate::engine::evaluate(
-        &crate::event::Event::new(crate::event::EventKind::LlmBefore, Default::default()),
-        &policy,
-        &crate::engine::CallMeta::default(),
-    );
     let log = match opts.decision_log {
         Some(sink) => DecisionLog::start(sink, log::hmac_key_from_env())
             .context("cannot open the decision log")?,

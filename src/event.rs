@@ -189,15 +189,6 @@ impl Event {
         }
         out
     }
-
-    /// Total bytes of inspectable text, for metrics and size checks.
-    pub fn text_len(&self) -> usize {
-        self.fields()
-            .iter()
-            .filter(|f| f.kind != FieldKind::ArgumentsJoined)
-            .map(|f| f.text.len())
-            .sum()
-    }
 }
 
 /// Which part of an event a field comes from; rules are scoped by these.

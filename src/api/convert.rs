@@ -1,7 +1,6 @@
 //! proto ↔ domain at the edge: requests are validated into `Event`s (errors name the field),
 //! and `Decision`s are turned into their wire form.
 
-use prost::Message as _;
 use serde_json::Value;
 
 use super::status::ApiError;
@@ -205,9 +204,4 @@ pub fn decision(d: &decision::Decision) -> proto::Decision {
         rules_evaluated: d.rules_evaluated,
         trace_id: d.trace_id.clone(),
     }
-}
-
-/// Size of a stream message as it arrived, for the per-message limit.
-pub fn stream_message_size(m: &proto::StreamLlmChunksRequest) -> usize {
-    m.encoded_len()
 }

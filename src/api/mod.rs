@@ -181,13 +181,8 @@ impl GuardService for Guard {
                         return;
                     }
                 };
-                if convert::stream_message_size(&msg) > policy.max_message_bytes {
-                    let _ = tx
-                        .send(Err(Status::from(ApiError::TooLarge {
-                            size: convert::stream_message_size(&msg),
-                            limit: policy.max_message_bytes,
-                        })))
-                        .await;
+                if let Err(e) = convert::check_size(&msg, policy.max_message_bytes) {
+                    let _ = tx.send(Err(Status::from(e))).await;
                     return;
                 }
                 let start = CallStart::now();

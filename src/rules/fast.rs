@@ -621,6 +621,22 @@ impl FastRuleSet {
     }
 }
 
+/// Anchor id → its own patterns plus those of every anchor it contains: at one start
+/// position a leftmost-longest search reports only the longest anchor.
+fn with_contained<S: AsRef<str>>(lits: &[S], own: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    let mut out = own.to_vec();
+    for (a, lit) in lits.iter().enumerate() {
+        for (b, other) in lits.iter().enumerate() {
+            if a != b && lit.as_ref().contains(other.as_ref()) {
+                out[a].extend_from_slice(&own[b]);
+            }
+        }
+        out[a].sort_unstable();
+        out[a].dedup();
+    }
+    out
+}
+
 fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, BuildError> {
     let mut lits: Vec<String> = Vec::new();
     let mut own: Vec<Vec<u32>> = Vec::new();
@@ -635,26 +651,13 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
             }
         }
     }
-    let whole = {
-        let mut patterns = own.clone();
-        for (a, lit) in lits.iter().enumerate() {
-            for (b, other) in lits.iter().enumerate() {
-                if a != b && lit.contains(other.as_str()) {
-                    let extra = own[b].clone();
-                    patterns[a].extend(extra);
-                }
-            }
-            patterns[a].sort_unstable();
-            patterns[a].dedup();
-        }
-        AnchorGroup {
-            packed: None,
-            ac: AhoCorasickBuilder::new()
-                .match_kind(MatchKind::LeftmostLongest)
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                .build(&lits)?,
-            patterns,
-        }
+    let whole = AnchorGroup {
+        packed: None,
+        ac: AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&lits)?,
+        patterns: with_contained(&lits, &own),
     };
     let mut singles = Vec::new();
     let mut multi: Vec<(String, Vec<u32>)> = Vec::new();
@@ -668,17 +671,8 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
     let mut groups = Vec::new();
     for chunk in multi.chunks(GROUP_SIZE) {
         let lits: Vec<&str> = chunk.iter().map(|(l, _)| l.as_str()).collect();
-        let mut patterns: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| p.clone()).collect();
-        for (a, lit) in lits.iter().enumerate() {
-            for (b, other) in lits.iter().enumerate() {
-                if a != b && lit.contains(other) {
-                    let extra = chunk[b].1.clone();
-                    patterns[a].extend(extra);
-                }
-            }
-            patterns[a].sort_unstable();
-            patterns[a].dedup();
-        }
+        let own: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| p.clone()).collect();
+        let patterns = with_contained(&lits, &own);
         let ac = AhoCorasickBuilder::new()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&lits)?;
