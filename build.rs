@@ -5,7 +5,10 @@ use prost::Message;
 use std::{env, fs, path::PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["proto/toolgate/v1/guard.proto"];
+    let protos = [
+        "proto/toolgate/v1/guard.proto",
+        "proto/toolgate/v1/classifier.proto",
+    ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");
     }

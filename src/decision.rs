@@ -216,6 +216,9 @@ pub struct Decision {
     pub policy_version: String,
     pub latency_us: u64,
     pub rules_evaluated: u32,
+    /// Deep rules this decision waited for, and those still running when it was made.
+    pub deep_awaited: u32,
+    pub deep_pending: u32,
     pub trace_id: String,
 }
 

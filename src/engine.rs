@@ -151,6 +151,8 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         policy_version: policy.version_tag(),
         latency_us: 0,
         rules_evaluated: scan.rules_evaluated,
+        deep_awaited: 0,
+        deep_pending: 0,
         trace_id: meta.trace_id.clone(),
     };
     apply_redactions(&mut d, event, &fields, &spans);

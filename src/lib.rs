@@ -4,6 +4,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod decision;
+pub mod deep;
 pub mod engine;
 pub mod event;
 pub mod glob;

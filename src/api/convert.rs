@@ -203,5 +203,7 @@ pub fn decision(d: &decision::Decision) -> proto::Decision {
         latency_us: d.latency_us,
         rules_evaluated: d.rules_evaluated,
         trace_id: d.trace_id.clone(),
+        deep_rules_awaited: d.deep_awaited,
+        deep_rules_pending: d.deep_pending,
     }
 }

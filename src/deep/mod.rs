@@ -1,0 +1,158 @@
+//! Deep rules: the expensive, model-based checks (an LLM verifier, a classifier service, a
+//! local injection scorer). They run on a bounded worker pool (`pool`), never inline in the
+//! fast path; the risk router decides how long a decision waits for them.
+
+pub mod classifier;
+pub mod injection;
+pub mod llm;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::event::EventKind;
+
+/// What a deep rule judges: the event as text, with the fast path's redactions already
+/// applied so no secret the fast rules found leaves the process.
+#[derive(Debug, Clone)]
+pub struct DeepInput {
+    pub event: EventKind,
+    pub tool_name: String,
+    /// The user's original instruction, redacted.
+    pub task_goal: String,
+    /// One `label: text` block per field (`output: …`, `$.command: …`, `user: …`).
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VerdictKind {
+    Pass,
+    Warn,
+    Block,
+}
+
+impl VerdictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Pass => "pass",
+            VerdictKind::Warn => "warn",
+            VerdictKind::Block => "block",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<VerdictKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "pass" => Some(VerdictKind::Pass),
+            "warn" => Some(VerdictKind::Warn),
+            "block" => Some(VerdictKind::Block),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A deep rule's answer. The pool maps it to a decision through the pack's thresholds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub verdict: VerdictKind,
+    /// 0 (benign) to 1 (certainly harmful).
+    pub risk_score: f64,
+    pub explanation: String,
+    pub optimization_guidance: String,
+    pub violated_policy_ids: Vec<String>,
+    pub policy_tags: Vec<String>,
+}
+
+/// Why a deep rule gave no verdict. A failure is never a pass: the router resolves it by the
+/// tier's fail-open or fail-closed setting, visibly.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeepError {
+    /// The rule did not answer within its own `timeout_ms`.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The service could not be reached or answered with an error status.
+    #[error("{0}")]
+    Transport(String),
+    /// The service answered, but not in the agreed shape.
+    #[error("malformed reply: {0}")]
+    Malformed(String),
+}
+
+/// A deep rule. Implementations are built once per policy and shared by every job.
+#[tonic::async_trait]
+pub trait DeepRule: Send + Sync + fmt::Debug {
+    fn id(&self) -> &str;
+
+    /// The longest the pool lets one `check` run, retries included; past it the job is a
+    /// `deep_timeout`.
+    fn budget(&self) -> Duration;
+
+    /// Judges one event. Called from a pool worker; a CPU-heavy rule must move its work off
+    /// the async runtime itself (`tokio::task::spawn_blocking`).
+    async fn check(&self, input: Arc<DeepInput>) -> Result<Verdict, DeepError>;
+}
+
+/// A rule-specific setting that could not be used. `key` is relative to the rule's
+/// `config` map; the pack compiler prefixes the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigProblem {
+    pub fn new(key: &str, message: impl Into<String>) -> ConfigProblem {
+        ConfigProblem {
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Settings every deep rule takes; read by the pack compiler, not by the rules.
+pub const COMMON_KEYS: &[&str] = &[
+    "timeout_ms",
+    "block_threshold",
+    "warn_threshold",
+    "action",
+    "class",
+];
+
+/// Reads a string setting. Missing is `Ok(None)`; any other type is an error naming the key.
+pub fn config_str(cfg: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigProblem> {
+    match cfg.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ConfigProblem::new(key, "must be a string")),
+    }
+}
+
+/// Reads a non-negative integer setting.
+pub fn config_u64(cfg: &Map<String, Value>, key: &str) -> Result<Option<u64>, ConfigProblem> {
+    match cfg.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| ConfigProblem::new(key, "must be a non-negative integer")),
+    }
+}
+
+/// Reads a number setting.
+pub fn config_f64(cfg: &Map<String, Value>, key: &str) -> Result<Option<f64>, ConfigProblem> {
+    match cfg.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|f| f.is_finite())
+            .map(Some)
+            .ok_or_else(|| ConfigProblem::new(key, "must be a number")),
+    }
+}
