@@ -55,7 +55,8 @@ pub fn ctx(session: &str) -> Option<EventContext> {
 pub fn start_req(tool: &str, args: &str) -> ToolCallStartRequest {
     ToolCallStartRequest {
         context: ctx("s1"),
-        tool_name: tool.into(),
+        arguments_json: args.into(),
+        pause_id: String::new(),
         arguments_json: args.into(),
     }
 }
