@@ -57,7 +57,6 @@ pub fn start_req(tool: &str, args: &str) -> ToolCallStartRequest {
         context: ctx("s1"),
         arguments_json: args.into(),
         pause_id: String::new(),
-        arguments_json: args.into(),
     }
 }
 
