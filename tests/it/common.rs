@@ -55,6 +55,7 @@ pub fn ctx(session: &str) -> Option<EventContext> {
 pub fn start_req(tool: &str, args: &str) -> ToolCallStartRequest {
     ToolCallStartRequest {
         context: ctx("s1"),
+        tool_name: tool.into(),
         arguments_json: args.into(),
         pause_id: String::new(),
     }
