@@ -156,3 +156,44 @@ pub fn config_f64(cfg: &Map<String, Value>, key: &str) -> Result<Option<f64>, Co
             .ok_or_else(|| ConfigProblem::new(key, "must be a number")),
     }
 }
+
+/// How a deep rule is wired into a policy: which events and tools it judges, how its
+/// verdicts map to actions, and the rule itself.
+#[derive(Debug, Clone)]
+pub struct DeepRuleSpec {
+    pub id: String,
+    pub rule: Arc<dyn DeepRule>,
+    /// Event bits (`EventKind::bit`) this rule judges.
+    pub events: u8,
+    /// Tool globs; empty means every tool (and events without a tool).
+    pub tools: Vec<crate::glob::Glob>,
+    /// A risk score at or above this is a block verdict.
+    pub block_threshold: f64,
+    /// A risk score at or above this is a warn verdict.
+    pub warn_threshold: f64,
+    /// What a block verdict does (RETRY unless the pack says otherwise).
+    pub action: crate::decision::Action,
+    /// Jailbreak-class rules are forced onto prompts that ask about the system or try to
+    /// change the assistant's capabilities, whatever their `applies_to` says.
+    pub jailbreak: bool,
+}
+
+impl DeepRuleSpec {
+    pub fn applies(&self, kind: EventKind, tool: &str) -> bool {
+        self.events & kind.bit() != 0
+            && (self.tools.is_empty() || self.tools.iter().any(|g| g.matches(tool)))
+    }
+
+    /// The verdict after the pack's thresholds: the stronger of what the rule said and what
+    /// its score says.
+    pub fn classify(&self, v: &Verdict) -> VerdictKind {
+        let by_score = if v.risk_score >= self.block_threshold {
+            VerdictKind::Block
+        } else if v.risk_score >= self.warn_threshold {
+            VerdictKind::Warn
+        } else {
+            VerdictKind::Pass
+        };
+        v.verdict.max(by_score)
+    }
+}

@@ -12,11 +12,16 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::pack::{Node, Problem, RawPack, RawRule, read_pack};
+use super::pack::{Node, Problem, RawAsyncRule, RawPack, RawRule, read_pack};
 use super::{
-    AsyncConfig, DEFAULT_PACK, Mode, Policy, RetryConfig, RouterConfig, SessionConfig, SyncConfig,
+    AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
+    SessionConfig, SyncConfig,
 };
 use crate::decision::{Action, Effects, RiskLevel};
+use crate::deep::{
+    COMMON_KEYS, ConfigProblem, DeepRule, DeepRuleSpec, classifier, config_f64, config_str,
+    config_u64, injection, llm,
+};
 use crate::event::{EventKind, FieldKind};
 use crate::glob::Glob;
 use crate::router::ToolTiers;
@@ -30,7 +35,7 @@ const MAX_APPROVAL_TTL_S: u64 = 30 * 24 * 3600;
 /// Compiled-program size cap per custom regex: a pathological pattern is rejected at load,
 /// not discovered as a slow scan.
 const REGEX_SIZE_LIMIT: usize = 2 << 20;
-const ASYNC_RULE_IDS: [&str; 3] = ["llm-verifier", "grpc-classifier", "injection-heuristics"];
+const ASYNC_RULE_IDS: [&str; 3] = [llm::ID, classifier::ID, injection::ID];
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -268,45 +273,8 @@ impl Cx<'_> {
             escalate_to,
         };
 
-        // Keys whose behaviour arrives with deep rules and session state: accepted so packs
-        // written for it load, and reported so nobody believes they are enforced yet.
-        let not_yet = [
-            (
-                "sessions",
-                raw.sessions.strike_limit.is_some()
-                    || raw.sessions.ttl_s.is_some()
-                    || raw.sessions.max_sessions.is_some(),
-            ),
-            (
-                "risk_router.high_risk_wait_ms",
-                rr.high_risk_wait_ms.is_some(),
-            ),
-            (
-                "risk_router.medium_risk_wait_ms",
-                rr.medium_risk_wait_ms.is_some(),
-            ),
-            (
-                "risk_router.critical_fail_closed",
-                rr.critical_fail_closed.is_some(),
-            ),
-            ("retry.escalate_to", raw.retry.escalate_to.is_some()),
-            (
-                "gateway.async",
-                raw.gateway.async_.enabled.is_some()
-                    || raw.gateway.async_.workers.is_some()
-                    || raw.gateway.async_.queue_capacity.is_some()
-                    || raw.gateway.async_.fail_open.is_some(),
-            ),
-        ];
-        for (path, set) in not_yet {
-            if set {
-                self.warn(
-                    path,
-                    "accepted but not enforced by this version (this version has no deep rules or session state yet)",
-                );
-            }
-        }
-        self.async_rules(raw);
+        let deep = self.async_rules(raw);
+        let rate_limits = self.rate_limits(raw);
         let rules = self.sync_rules(&raw.sync_rules);
 
         let mut hasher = Sha256::new();
@@ -335,13 +303,16 @@ impl Cx<'_> {
                 raw.approvals.ttl_s.unwrap_or(900).min(MAX_APPROVAL_TTL_S),
             ),
             retry,
+            deep,
+            rate_limits,
             warnings: Vec::new(),
             loaded_at: SystemTime::now(),
         })
     }
 
-    fn async_rules(&mut self, raw: &RawPack) {
+    fn async_rules(&mut self, raw: &RawPack) -> Vec<DeepRuleSpec> {
         let mut seen = HashSet::new();
+        let mut out = Vec::new();
         for (i, r) in raw.async_rules.iter().enumerate() {
             let path = format!("async_rules[{i}]");
             if !ASYNC_RULE_IDS.contains(&r.id.as_str()) {
@@ -353,6 +324,7 @@ impl Cx<'_> {
                         ASYNC_RULE_IDS.join(", ")
                     ),
                 );
+                continue;
             }
             if !seen.insert(r.id.clone()) {
                 self.err(
@@ -360,14 +332,206 @@ impl Cx<'_> {
                     format!("duplicate rule id `{}`", r.id),
                 );
             }
-            self.events(&format!("{path}.applies_to"), r.applies_to.as_deref());
+            let events = self.events(&format!("{path}.applies_to"), r.applies_to.as_deref());
+            if events.is_some_and(|b| b & EventKind::LlmStreamChunk.bit() != 0) {
+                self.warn(
+                    format!("{path}.applies_to"),
+                    "deep rules do not run on llm_stream_chunk: streamed text is guarded by the fast rules only",
+                );
+            }
+            if r.enabled == Some(false) {
+                continue;
+            }
+            if let Some(spec) = self.deep_rule(&path, r, events) {
+                out.push(spec);
+            }
         }
-        if raw.async_rules.iter().any(|r| r.enabled != Some(false)) {
-            self.warn(
-                "async_rules",
-                "deep rules are validated but not evaluated by this version of toolgate",
+        out
+    }
+
+    fn deep_rule(
+        &mut self,
+        path: &str,
+        r: &RawAsyncRule,
+        events: Option<u8>,
+    ) -> Option<DeepRuleSpec> {
+        // The design's shape puts `endpoint` and `model` beside the id; they are the same
+        // settings as the config keys, so both spellings load.
+        let mut cfg = r.config.clone();
+        if let Some(e) = &r.endpoint {
+            let key = if r.id == llm::ID {
+                "base_url"
+            } else {
+                "endpoint"
+            };
+            cfg.entry(key.to_string())
+                .or_insert_with(|| Value::String(e.clone()));
+        }
+        if let Some(m) = &r.model {
+            cfg.entry("model".to_string())
+                .or_insert_with(|| Value::String(m.clone()));
+        }
+        let cpath = format!("{path}.config");
+        let known: &[&str] = match r.id.as_str() {
+            llm::ID => llm::KEYS,
+            classifier::ID => classifier::KEYS,
+            _ => injection::KEYS,
+        };
+        for key in cfg.keys() {
+            if !known.contains(&key.as_str()) && !COMMON_KEYS.contains(&key.as_str()) {
+                self.warn(format!("{cpath}.{key}"), "unknown key, ignored");
+            }
+        }
+        let problem =
+            |cx: &mut Cx, p: ConfigProblem| cx.err(format!("{cpath}.{}", p.key), p.message);
+        let default_timeout_ms = match r.id.as_str() {
+            llm::ID => 2000,
+            classifier::ID => 500,
+            _ => 1000,
+        };
+        let timeout_ms = match config_u64(&cfg, "timeout_ms") {
+            Ok(Some(0)) => {
+                problem(self, ConfigProblem::new("timeout_ms", "must be at least 1"));
+                default_timeout_ms
+            }
+            Ok(t) => t.unwrap_or(default_timeout_ms).min(600_000),
+            Err(p) => {
+                problem(self, p);
+                default_timeout_ms
+            }
+        };
+        let timeout = Duration::from_millis(timeout_ms);
+        let threshold = |cx: &mut Cx, key: &str, default: f64| match config_f64(&cfg, key) {
+            Ok(Some(t)) if (0.0..=1.0).contains(&t) => t,
+            Ok(Some(_)) => {
+                cx.err(format!("{cpath}.{key}"), "must be between 0 and 1");
+                default
+            }
+            Ok(None) => default,
+            Err(p) => {
+                cx.err(format!("{cpath}.{}", p.key), p.message);
+                default
+            }
+        };
+        let block_threshold = threshold(self, "block_threshold", 0.8);
+        let warn_threshold = threshold(self, "warn_threshold", 0.5);
+        if warn_threshold > block_threshold {
+            self.err(
+                format!("{cpath}.warn_threshold"),
+                "must not be above block_threshold",
             );
         }
+        let action = match config_str(&cfg, "action") {
+            Ok(None) => Action::Retry,
+            Ok(Some(a)) => match Action::parse(&a) {
+                Some(a) if a != Action::Allow && a != Action::Redact => a,
+                _ => {
+                    self.err(
+                        format!("{cpath}.action"),
+                        format!("deep rule action must be retry, pause or stop, got `{a}`"),
+                    );
+                    Action::Retry
+                }
+            },
+            Err(p) => {
+                problem(self, p);
+                Action::Retry
+            }
+        };
+        let jailbreak = match config_str(&cfg, "class") {
+            Ok(None) => r.id != classifier::ID,
+            Ok(Some(c)) if c == "jailbreak" => true,
+            Ok(Some(c)) if c == "content" => false,
+            Ok(Some(c)) => {
+                self.err(
+                    format!("{cpath}.class"),
+                    format!("unknown class `{c}` (expected jailbreak or content)"),
+                );
+                false
+            }
+            Err(p) => {
+                problem(self, p);
+                false
+            }
+        };
+        let built: Result<Arc<dyn DeepRule>, ConfigProblem> = match r.id.as_str() {
+            llm::ID => llm::LlmVerifier::from_config(&cfg, timeout).map(|(rule, warnings)| {
+                for w in warnings {
+                    self.warn(format!("{cpath}.{}", w.key), w.message);
+                }
+                Arc::new(rule) as Arc<dyn DeepRule>
+            }),
+            classifier::ID => classifier::GrpcClassifier::from_config(&cfg, timeout)
+                .map(|rule| Arc::new(rule) as Arc<dyn DeepRule>),
+            _ => injection::InjectionHeuristics::from_config(&cfg, timeout)
+                .map(|rule| Arc::new(rule) as Arc<dyn DeepRule>),
+        };
+        let rule = match built {
+            Ok(rule) => rule,
+            Err(p) => {
+                problem(self, p);
+                return None;
+            }
+        };
+        // Streams are fast-path only, so "every event" means the other three.
+        let all = EventKind::LlmBefore.bit()
+            | EventKind::ToolCallStart.bit()
+            | EventKind::ToolCallResult.bit();
+        Some(DeepRuleSpec {
+            id: r.id.clone(),
+            rule,
+            events: events.unwrap_or(all) & all,
+            tools: r.tools.iter().flatten().map(|t| Glob::new(t)).collect(),
+            block_threshold,
+            warn_threshold,
+            action,
+            jailbreak,
+        })
+    }
+
+    fn rate_limits(&mut self, raw: &RawPack) -> Vec<RateLimit> {
+        let mut out = Vec::new();
+        for (i, r) in raw.rate_limits.iter().enumerate() {
+            let path = format!("rate_limits[{i}]");
+            let per = match r.per.as_deref() {
+                None | Some("session") => RateScope::Session,
+                Some("tenant") => RateScope::Tenant,
+                Some("global") => RateScope::Global,
+                Some(other) => {
+                    self.err(
+                        format!("{path}.per"),
+                        format!("unknown scope `{other}` (expected session, tenant or global)"),
+                    );
+                    continue;
+                }
+            };
+            let Some(per_minute) = r.per_minute.filter(|p| p.is_finite() && *p > 0.0) else {
+                self.err(format!("{path}.per_minute"), "must be a number above 0");
+                continue;
+            };
+            let burst = r.burst.unwrap_or(per_minute.ceil().max(1.0) as u32);
+            if burst == 0 {
+                self.err(format!("{path}.burst"), "must be at least 1");
+                continue;
+            }
+            let action = match r.action.as_deref().map(Action::parse) {
+                None => Action::Retry,
+                Some(Some(a)) if a != Action::Allow && a != Action::Redact => a,
+                Some(_) => {
+                    self.err(format!("{path}.action"), "must be retry, pause or stop");
+                    continue;
+                }
+            };
+            out.push(RateLimit {
+                id: r.id.clone().unwrap_or_else(|| format!("rate-limit-{i}")),
+                tools: r.tools.iter().map(|t| Glob::new(t)).collect(),
+                per,
+                burst,
+                per_minute,
+                action,
+            });
+        }
+        out
     }
 
     fn events(&mut self, path: &str, list: Option<&[String]>) -> Option<u8> {

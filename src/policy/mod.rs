@@ -71,6 +71,32 @@ pub struct RetryConfig {
     pub escalate_to: Action,
 }
 
+/// Who shares one rate-limit bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RateScope {
+    Session,
+    Tenant,
+    Global,
+}
+
+/// A token bucket per scope key: `burst` calls at once, refilled at `per_minute`.
+#[derive(Debug, Clone)]
+pub struct RateLimit {
+    pub id: String,
+    /// Empty means every tool call.
+    pub tools: Vec<crate::glob::Glob>,
+    pub per: RateScope,
+    pub burst: u32,
+    pub per_minute: f64,
+    pub action: Action,
+}
+
+impl RateLimit {
+    pub fn applies(&self, tool: &str) -> bool {
+        self.tools.is_empty() || self.tools.iter().any(|g| g.matches(tool))
+    }
+}
+
 /// A compiled, immutable policy. Requests hold an `Arc<Policy>` from start to end, so a
 /// reload never changes the rules under a call in flight.
 #[derive(Debug)]
@@ -94,6 +120,9 @@ pub struct Policy {
     pub sessions: SessionConfig,
     pub approval_ttl: Duration,
     pub retry: RetryConfig,
+    /// Deep rules, in pack order.
+    pub deep: Vec<crate::deep::DeepRuleSpec>,
+    pub rate_limits: Vec<RateLimit>,
     /// Non-fatal findings (ignored keys, unknown config keys) for `validate` and the log.
     pub warnings: Vec<Problem>,
     pub loaded_at: SystemTime,

@@ -339,6 +339,8 @@ pub struct RawPack {
     pub approvals: RawApprovals,
     #[serde(default)]
     pub retry: RawRetry,
+    #[serde(default)]
+    pub rate_limits: Vec<RawRateLimit>,
     /// Pack-wide parallelism hint from the Python framework; toolgate's scan is one pass, so
     /// it has no meaning here and is ignored with a warning.
     #[serde(default)]
@@ -492,6 +494,25 @@ pub struct RawSessions {
 #[serde(deny_unknown_fields)]
 pub struct RawApprovals {
     pub ttl_s: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawRateLimit {
+    /// Names the hit; `rate-limit-N` when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Tool globs; empty means every tool call.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// `session` (default), `tenant` or `global`.
+    #[serde(default)]
+    pub per: Option<String>,
+    pub burst: Option<u32>,
+    pub per_minute: Option<f64>,
+    /// What a call over the limit gets: `retry` (default), `pause` or `stop`.
+    #[serde(default)]
+    pub action: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
