@@ -121,6 +121,29 @@ pub struct RuleHit {
     pub reason: String,
     pub policy_tags: Vec<String>,
     pub violated_policy_ids: Vec<String>,
+    /// "Please adjust your response considering: …" for a RETRY; internal, the corrective
+    /// message carries it.
+    #[serde(skip)]
+    pub guidance: Option<String>,
+}
+
+impl RuleHit {
+    pub fn new(rule_id: &str, action: Action, risk_level: RiskLevel, reason: String) -> RuleHit {
+        RuleHit {
+            rule_id: rule_id.to_string(),
+            action,
+            risk_level,
+            reason,
+            policy_tags: Vec::new(),
+            violated_policy_ids: Vec::new(),
+            guidance: None,
+        }
+    }
+
+    pub fn tagged(mut self, tag: &str) -> RuleHit {
+        self.policy_tags.push(tag.to_string());
+        self
+    }
 }
 
 /// A byte range of one field to be replaced.
@@ -307,14 +330,7 @@ mod tests {
     }
 
     fn hit(id: &str, action: Action) -> RuleHit {
-        RuleHit {
-            rule_id: id.into(),
-            action,
-            risk_level: RiskLevel::High,
-            reason: String::new(),
-            policy_tags: vec![],
-            violated_policy_ids: vec![],
-        }
+        RuleHit::new(id, action, RiskLevel::High, String::new())
     }
 
     #[test]

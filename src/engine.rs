@@ -69,26 +69,16 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         }
     }
     if scan.overrun {
-        hits.push(RuleHit {
-            rule_id: SYNC_TIMEOUT_RULE.into(),
-            action: if policy.sync.fail_open {
-                Action::Allow
-            } else {
-                Action::Stop
-            },
-            risk_level: RiskLevel::Medium,
-            reason: format!(
-                "fast rules did not finish within the {} µs time box; the unscanned part was {}",
-                policy.sync.timeout.as_micros(),
-                if policy.sync.fail_open {
-                    "allowed (fail open)"
-                } else {
-                    "blocked (fail closed)"
-                }
-            ),
-            policy_tags: vec!["failure".into()],
-            violated_policy_ids: Vec::new(),
-        });
+        let (action, outcome) = if policy.sync.fail_open {
+            (Action::Allow, "allowed (fail open)")
+        } else {
+            (Action::Stop, "blocked (fail closed)")
+        };
+        let reason = format!(
+            "fast rules did not finish within the {} µs time box; the unscanned part was {outcome}",
+            policy.sync.timeout.as_micros(),
+        );
+        hits.push(RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure"));
     }
 
     // 3. Risk tier of the tool, and approval for tiers that require it.
@@ -103,23 +93,16 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         && policy.router.require_approval.contains(&t)
         && merge_actions(&hits) < Action::Pause
     {
-        hits.push(RuleHit {
-            rule_id: APPROVAL_RULE.into(),
-            action: Action::Pause,
-            risk_level: t,
-            reason: format!(
-                "tool `{}` is in the {t} tier, which needs human approval",
-                event.tool_name
-            ),
-            policy_tags: vec!["approval".into()],
-            violated_policy_ids: Vec::new(),
-        });
+        let reason = format!(
+            "tool `{}` is in the {t} tier, which needs human approval",
+            event.tool_name
+        );
+        hits.push(RuleHit::new(APPROVAL_RULE, Action::Pause, t, reason).tagged("approval"));
     }
 
     // 4. Merge: the strongest action wins; hits and spans in a canonical order.
     normalize_hits(&mut hits);
     let spans = merge_spans(spans);
-    let would_be = merge_actions(&hits);
     let risk = risk::assess(
         &event.tool_name,
         tier,
@@ -131,8 +114,8 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
 
     // 5. Shape the answer.
     let mut d = Decision {
-        action: would_be,
-        status: Status::of(would_be, !hits.is_empty()),
+        action: Action::Allow,
+        status: Status::Pass,
         hits,
         redactions: Vec::new(),
         redacted_output: None,
@@ -157,20 +140,52 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
     };
     apply_redactions(&mut d, event, &fields, &spans);
     d.redactions = spans;
+    settle(&mut d, event, policy, 1);
+    d.latency_us = started.elapsed().as_micros() as u64;
+    d
+}
+
+/// Derives everything that follows from the hits: the winning action, the status, the
+/// RETRY / STOP / PAUSE specs, the risk level, and shadow mode. Called again whenever a
+/// later stage adds hits, so the answer is always consistent with its hits.
+pub fn settle(d: &mut Decision, event: &Event, policy: &Policy, attempt: u32) {
+    normalize_hits(&mut d.hits);
+    let would_be = merge_actions(&d.hits);
+    d.action = would_be;
+    d.status = Status::of(would_be, !d.hits.is_empty());
+    d.retry = None;
+    d.stop = None;
+    if would_be != Action::Pause {
+        d.pause = None;
+    }
     match would_be {
-        Action::Retry => d.retry = Some(retry_spec(event, &triggered, policy)),
+        Action::Retry => d.retry = Some(retry_spec(event, &d.hits, policy, attempt)),
         Action::Stop => d.stop = Some(stop_spec(&d.hits)),
-        Action::Pause => d.pause = Some(pause_spec(event, &d.hits, policy)),
+        Action::Pause => {
+            let keep_id = d.pause.take().map(|p| p.pause_id);
+            let mut p = pause_spec(event, &d.hits, policy);
+            if let Some(id) = keep_id {
+                p.pause_id = id;
+            }
+            d.pause = Some(p);
+        }
         Action::Allow | Action::Redact => {}
     }
+    if let Some(risk) = d.risk.as_mut() {
+        for h in d.hits.iter().filter(|h| h.action >= Action::Retry) {
+            if h.risk_level > risk.level {
+                risk.level = h.risk_level;
+            }
+        }
+        risk.requires_approval |= risk.level >= RiskLevel::High;
+    }
+    d.enforced = policy.mode != Mode::Shadow;
+    d.shadow_action = None;
     if policy.mode == Mode::Shadow {
-        d.enforced = false;
         d.shadow_action = Some(would_be);
         d.action = Action::Allow;
         d.status = Status::of(Action::Allow, !d.hits.is_empty());
     }
-    d.latency_us = started.elapsed().as_micros() as u64;
-    d
 }
 
 fn hit_of(rule: &CompiledRule) -> RuleHit {
@@ -181,6 +196,7 @@ fn hit_of(rule: &CompiledRule) -> RuleHit {
         reason: rule.reason.clone(),
         policy_tags: rule.tags.clone(),
         violated_policy_ids: rule.violated_policy_ids.clone(),
+        guidance: rule.guidance.clone(),
     }
 }
 
@@ -311,20 +327,17 @@ fn safe_goal(event: &Event, policy: &Policy) -> String {
         .unwrap_or_else(|| goal.to_string())
 }
 
-fn retry_spec(event: &Event, triggered: &[&CompiledRule], policy: &Policy) -> RetrySpec {
-    let retrying: Vec<&&CompiledRule> = triggered
-        .iter()
-        .filter(|r| r.action == Action::Retry)
-        .collect();
+fn retry_spec(event: &Event, hits: &[RuleHit], policy: &Policy, attempt: u32) -> RetrySpec {
+    let retrying = hits.iter().filter(|h| h.action == Action::Retry);
     let threats: Vec<String> = retrying
-        .iter()
-        .filter(|r| !r.reason.trim().is_empty())
-        .map(|r| r.reason.clone())
+        .clone()
+        .filter(|h| !h.reason.trim().is_empty())
+        .map(|h| h.reason.clone())
         .collect();
-    let guidance: Vec<String> = retrying.iter().filter_map(|r| r.guidance.clone()).collect();
+    let guidance: Vec<String> = retrying.filter_map(|h| h.guidance.clone()).collect();
     RetrySpec {
         corrective_message: corrective_message(&safe_goal(event, policy), &threats, &guidance),
-        attempt: 1,
+        attempt,
         max_attempts: policy.retry.max_attempts,
     }
 }

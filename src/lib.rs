@@ -14,5 +14,6 @@ pub mod risk;
 pub mod router;
 pub mod rules;
 pub mod scenario;
+pub mod session;
 pub mod stream;
 pub mod telemetry;

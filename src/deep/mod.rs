@@ -5,6 +5,7 @@
 pub mod classifier;
 pub mod injection;
 pub mod llm;
+pub mod pool;
 
 use std::fmt;
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use crate::event::Event;
 use crate::policy::Policy;
 
 pub struct Telemetry {
-    pub metrics: metrics::Metrics,
+    pub metrics: Arc<metrics::Metrics>,
     pub log: log::DecisionLog,
     pub tracing: trace::Tracing,
 }
@@ -42,7 +42,7 @@ impl Telemetry {
         tracing: trace::Tracing,
     ) -> Result<Telemetry, metrics::MetricsError> {
         Ok(Telemetry {
-            metrics: metrics::Metrics::new()?,
+            metrics: Arc::new(metrics::Metrics::new()?),
             log,
             tracing,
         })

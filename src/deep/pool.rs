@@ -1,0 +1,233 @@
+//! The deep-rule queue: a bounded channel served by a fixed number of workers, plus the
+//! verdict cache. Submitting never waits: a full queue is answered at once, so the fast path
+//! cannot be slowed by deep rules, and memory is bounded by `queue_capacity` jobs of at most
+//! `MAX_INPUT_BYTES` each.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::{DeepError, DeepInput, DeepRule, Verdict};
+use crate::telemetry::metrics::Metrics;
+
+/// The most text one job carries. Every built-in rule reads less than this (the verifier
+/// 32 KiB, the classifier 64 KiB, the heuristics 256 KiB), so nothing they use is lost.
+pub const MAX_INPUT_BYTES: usize = 256 * 1024;
+/// Verdicts remembered for replay, by (policy version, rule, content).
+const CACHE_ENTRIES: usize = 4096;
+
+pub type JobResult = Result<Verdict, DeepError>;
+
+/// Called with the result when the decision that asked for it has stopped waiting.
+pub type LateSink = Box<dyn FnOnce(JobResult) + Send>;
+
+struct Job {
+    rule: Arc<dyn DeepRule>,
+    input: Arc<DeepInput>,
+    cache_key: [u8; 32],
+    reply: oneshot::Sender<JobResult>,
+    late: LateSink,
+}
+
+/// How a submission went.
+pub enum Submitted {
+    /// The same rule judged the same content under the same policy before.
+    Cached(Verdict),
+    /// Queued; the receiver yields the result. Close it before dropping it so a result
+    /// that lands later goes to the late sink.
+    Queued(oneshot::Receiver<JobResult>),
+    /// The queue is full: nothing was queued.
+    Full,
+}
+
+pub struct DeepPool {
+    tx: mpsc::Sender<Job>,
+    depth: Arc<AtomicI64>,
+    cache: Arc<Mutex<VerdictCache>>,
+    metrics: Option<Arc<Metrics>>,
+    capacity: usize,
+    workers: usize,
+}
+
+impl std::fmt::Debug for DeepPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeepPool")
+            .field("workers", &self.workers)
+            .field("capacity", &self.capacity)
+            .field("depth", &self.depth())
+            .finish()
+    }
+}
+
+impl DeepPool {
+    /// Starts `workers` worker tasks on the current tokio runtime.
+    pub fn start(workers: usize, capacity: usize, metrics: Option<Arc<Metrics>>) -> Arc<DeepPool> {
+        let workers = workers.max(1);
+        let capacity = capacity.max(1);
+        let (tx, rx) = mpsc::channel::<Job>(capacity);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let depth = Arc::new(AtomicI64::new(0));
+        let cache = Arc::new(Mutex::new(VerdictCache::default()));
+        for _ in 0..workers {
+            tokio::spawn(worker(
+                rx.clone(),
+                depth.clone(),
+                cache.clone(),
+                metrics.clone(),
+            ));
+        }
+        Arc::new(DeepPool {
+            tx,
+            depth,
+            cache,
+            metrics,
+            capacity,
+            workers,
+        })
+    }
+
+    /// Jobs waiting for a worker.
+    pub fn depth(&self) -> i64 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Queues one job without waiting. `cache_key` must cover the policy version, the rule
+    /// and everything in `input`.
+    pub fn submit(
+        &self,
+        rule: Arc<dyn DeepRule>,
+        input: Arc<DeepInput>,
+        cache_key: [u8; 32],
+        late: LateSink,
+    ) -> Submitted {
+        if let Some(v) = self.cached(&cache_key) {
+            self.count(rule.id(), "cached");
+            return Submitted::Cached(v);
+        }
+        let (reply, rx) = oneshot::channel();
+        let id = rule.id().to_string();
+        let job = Job {
+            rule,
+            input,
+            cache_key,
+            reply,
+            late,
+        };
+        // Counted before the send so a worker that takes the job at once never sees the
+        // depth go below zero.
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        match self.tx.try_send(job) {
+            Ok(()) => {
+                self.publish_depth();
+                Submitted::Queued(rx)
+            }
+            Err(_) => {
+                self.depth.fetch_sub(1, Ordering::Relaxed);
+                self.count(&id, "queue_full");
+                Submitted::Full
+            }
+        }
+    }
+
+    fn cached(&self, key: &[u8; 32]) -> Option<Verdict> {
+        self.cache.lock().ok()?.get(key)
+    }
+
+    fn count(&self, rule: &str, outcome: &str) {
+        if let Some(m) = &self.metrics {
+            m.deep_job(rule, outcome);
+        }
+    }
+
+    fn publish_depth(&self) {
+        if let Some(m) = &self.metrics {
+            m.set_deep_queue_depth(self.depth());
+        }
+    }
+}
+
+async fn worker(
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>,
+    depth: Arc<AtomicI64>,
+    cache: Arc<Mutex<VerdictCache>>,
+    metrics: Option<Arc<Metrics>>,
+) {
+    loop {
+        // The lock is held only while waiting for the next job, never while running one.
+        let job = {
+            let mut rx = rx.lock().await;
+            rx.recv().await
+        };
+        let Some(job) = job else {
+            return;
+        };
+        let d = depth.fetch_sub(1, Ordering::Relaxed) - 1;
+        if let Some(m) = &metrics {
+            m.set_deep_queue_depth(d);
+        }
+        let result = run(job.rule.clone(), job.input.clone()).await;
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(DeepError::Timeout(_)) => "timeout",
+            Err(_) => "error",
+        };
+        if let Some(m) = &metrics {
+            m.deep_job(job.rule.id(), outcome);
+        }
+        if let Ok(v) = &result
+            && let Ok(mut c) = cache.lock()
+        {
+            c.put(job.cache_key, v.clone());
+        }
+        // A closed receiver means the decision stopped waiting: the verdict is not lost, it
+        // goes to the session as a late finding.
+        if let Err(result) = job.reply.send(result) {
+            (job.late)(result);
+        }
+    }
+}
+
+/// Runs one check in its own task, so a rule that panics fails its job instead of killing
+/// the worker, and one that overruns its budget is cancelled.
+async fn run(rule: Arc<dyn DeepRule>, input: Arc<DeepInput>) -> JobResult {
+    let budget = rule.budget();
+    let mut task = tokio::spawn(async move { rule.check(input).await });
+    match tokio::time::timeout(budget, &mut task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => Err(DeepError::Transport(format!("rule failed: {e}"))),
+        Err(_) => {
+            task.abort();
+            Err(DeepError::Timeout(budget))
+        }
+    }
+}
+
+/// First in, first out: replays of recent events hit; old content ages out.
+#[derive(Default)]
+struct VerdictCache {
+    map: HashMap<[u8; 32], Verdict>,
+    order: VecDeque<[u8; 32]>,
+}
+
+impl VerdictCache {
+    fn get(&self, key: &[u8; 32]) -> Option<Verdict> {
+        self.map.get(key).cloned()
+    }
+
+    fn put(&mut self, key: [u8; 32], v: Verdict) {
+        if self.map.insert(key, v).is_none() {
+            self.order.push_back(key);
+            if self.order.len() > CACHE_ENTRIES
+                && let Some(old) = self.order.pop_front()
+            {
+                self.map.remove(&old);
+            }
+        }
+    }
+}

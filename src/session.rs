@@ -1,0 +1,581 @@
+//! Per-session state: strikes, the trajectory flag, deep-rule findings, retry attempts,
+//! pauses and rate-limit buckets. A concurrent map with a TTL and a bound on sessions (the
+//! least recently seen are evicted first); every inner list is bounded too, so memory stays
+//! bounded whatever the callers send.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use dashmap::DashMap;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::decision::{Action, RiskLevel};
+use crate::deep::VerdictKind;
+use crate::event::EventKind;
+use crate::policy::{RateLimit, RateScope, SessionConfig};
+
+/// Findings kept per session (newest win): enough for an incident responder, bounded.
+const MAX_FINDINGS: usize = 64;
+/// Distinct (step, call) retry counters kept per session.
+const MAX_RETRY_KEYS: usize = 256;
+/// Pauses kept across all sessions, pending or recently resolved.
+const MAX_PAUSES: usize = 10_000;
+/// Tenant and global rate-limit buckets kept.
+const MAX_SHARED_BUCKETS: usize = 10_000;
+/// Resolved and expired pauses stay visible this long, then are swept.
+const PAUSE_GRACE: Duration = Duration::from_secs(3600);
+/// Expired sessions and pauses are swept once per this many events.
+const SWEEP_EVERY: u64 = 1024;
+/// WatchFindings subscribers that fall this far behind are told so and dropped.
+const WATCH_BUFFER: usize = 1024;
+
+/// A deep-rule verdict (or failure) about one event of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub session_id: String,
+    pub step_id: String,
+    pub rule_id: String,
+    pub event: EventKind,
+    pub tool_name: String,
+    /// `None` when the rule failed (error, timeout, queue full).
+    pub verdict: Option<VerdictKind>,
+    pub risk_score: f64,
+    pub explanation: String,
+    pub guidance: String,
+    /// What the verdict means under the policy that asked for it.
+    pub action: Action,
+    pub risk_level: RiskLevel,
+    pub decision_id: String,
+    /// The verdict arrived after its decision was made.
+    pub late: bool,
+    /// A late verdict has been applied to a later event.
+    pub applied: bool,
+    pub observed_at: SystemTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseState {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+    /// Approved, and the approved call has passed.
+    Used,
+}
+
+impl PauseState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseState::Pending => "pending",
+            PauseState::Approved => "approved",
+            PauseState::Denied => "denied",
+            PauseState::Expired => "expired",
+            PauseState::Used => "used",
+        }
+    }
+}
+
+/// A call waiting for a human, bound to the exact tool and arguments it paused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pause {
+    pub id: String,
+    pub session_id: String,
+    pub step_id: String,
+    pub tool_name: String,
+    pub reason: String,
+    pub redacted_arguments_json: String,
+    /// SHA-256 of the event kind, tool name and arguments.
+    pub fingerprint: [u8; 32],
+    state: PauseState,
+    pub created_at: SystemTime,
+    pub expires_at: SystemTime,
+    expires: Instant,
+    resolved: Option<Instant>,
+    pub approver: String,
+    pub note: String,
+}
+
+impl Pause {
+    /// The state now: a pending or approved pause past its expiry is expired.
+    pub fn state(&self) -> PauseState {
+        match self.state {
+            PauseState::Pending | PauseState::Approved if Instant::now() >= self.expires => {
+                PauseState::Expired
+            }
+            s => s,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PauseError {
+    #[error("no pause with id `{0}`")]
+    NotFound(String),
+    #[error("pause `{id}` is already {}", state.as_str())]
+    AlreadyResolved { id: String, state: PauseState },
+}
+
+/// What a resubmitted call's `pause_id` amounts to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Redeemed {
+    /// Approved for exactly this call; now used up.
+    Approved(Pause),
+    Denied(Pause),
+    Expired(Pause),
+    /// Still waiting for a human.
+    Pending(Pause),
+    /// Unknown id, another session, or different tool or arguments: the call is judged
+    /// afresh.
+    NotThisCall,
+}
+
+#[derive(Debug, Clone)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn full(burst: u32) -> Bucket {
+        Bucket {
+            tokens: f64::from(burst),
+            last: Instant::now(),
+        }
+    }
+
+    fn take(&mut self, limit: &RateLimit) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * limit.per_minute / 60.0;
+        self.tokens = (self.tokens + refill).min(f64::from(limit.burst));
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// One session's state.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: String,
+    pub strikes: u32,
+    pub flag_trajectory: bool,
+    /// Set once the session used a high or critical tool: its prompts then wait for deep
+    /// rules.
+    pub used_high_risk_tool: bool,
+    pub findings: VecDeque<Finding>,
+    pub pause_ids: VecDeque<String>,
+    retries: HashMap<(String, String), u32>,
+    buckets: HashMap<String, Bucket>,
+    last_seen: Instant,
+    pub last_seen_at: SystemTime,
+}
+
+impl Session {
+    fn new(id: &str) -> Session {
+        Session {
+            id: id.to_string(),
+            strikes: 0,
+            flag_trajectory: false,
+            used_high_risk_tool: false,
+            findings: VecDeque::new(),
+            pause_ids: VecDeque::new(),
+            retries: HashMap::new(),
+            buckets: HashMap::new(),
+            last_seen: Instant::now(),
+            last_seen_at: SystemTime::now(),
+        }
+    }
+}
+
+/// What the pipeline needs to know about a session before it decides.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub strikes: u32,
+    pub used_high_risk_tool: bool,
+}
+
+pub struct SessionStore {
+    sessions: DashMap<String, Session>,
+    pauses: DashMap<String, Pause>,
+    shared_buckets: DashMap<(String, String), Bucket>,
+    findings: broadcast::Sender<Finding>,
+    events: AtomicU64,
+    evicted: AtomicU64,
+}
+
+impl Default for SessionStore {
+    fn default() -> Self {
+        SessionStore::new()
+    }
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("sessions", &self.sessions.len())
+            .field("pauses", &self.pauses.len())
+            .finish()
+    }
+}
+
+impl SessionStore {
+    pub fn new() -> SessionStore {
+        SessionStore {
+            sessions: DashMap::new(),
+            pauses: DashMap::new(),
+            shared_buckets: DashMap::new(),
+            findings: broadcast::channel(WATCH_BUFFER).0,
+            events: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+        }
+    }
+
+    /// Marks the session seen (creating it, or starting it afresh when its TTL passed) and
+    /// returns what the pipeline needs. Evicts the least recently seen sessions when over
+    /// `max_sessions`.
+    pub fn touch(&self, id: &str, cfg: &SessionConfig) -> Snapshot {
+        let now = Instant::now();
+        let snap = {
+            let mut s = self
+                .sessions
+                .entry(id.to_string())
+                .or_insert_with(|| Session::new(id));
+            if now.duration_since(s.last_seen) > cfg.ttl {
+                *s = Session::new(id);
+            }
+            s.last_seen = now;
+            s.last_seen_at = SystemTime::now();
+            Snapshot {
+                strikes: s.strikes,
+                used_high_risk_tool: s.used_high_risk_tool,
+            }
+        };
+        if self.sessions.len() as u64 > cfg.max_sessions.max(1) {
+            self.evict_oldest(cfg.max_sessions.max(1));
+        }
+        if self.events.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            self.sweep(cfg.ttl);
+        }
+        snap
+    }
+
+    /// Removes the least recently seen sessions down to 99% of `max`, so a full map does
+    /// not pay a scan on every new session.
+    fn evict_oldest(&self, max: u64) {
+        let target = (max - max / 100).max(1) as usize;
+        let len = self.sessions.len();
+        if len <= target {
+            return;
+        }
+        let mut ages: Vec<(Instant, String)> = self
+            .sessions
+            .iter()
+            .map(|e| (e.last_seen, e.key().clone()))
+            .collect();
+        ages.sort_unstable();
+        for (_, id) in ages.into_iter().take(len - target) {
+            if self.sessions.remove(&id).is_some() {
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Drops sessions idle past their TTL and pauses resolved or expired long ago.
+    pub fn sweep(&self, ttl: Duration) {
+        let now = Instant::now();
+        self.sessions
+            .retain(|_, s| now.duration_since(s.last_seen) <= ttl);
+        self.pauses.retain(|_, p| {
+            let done = p.resolved.unwrap_or(p.expires).max(p.expires.min(now));
+            p.state() == PauseState::Pending
+                || p.state() == PauseState::Approved
+                || now.duration_since(done) < PAUSE_GRACE
+        });
+    }
+
+    pub fn active(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Session> {
+        self.sessions.get(id).map(|s| s.clone())
+    }
+
+    /// Adds strikes and flags after a decision; returns the session's strike total.
+    pub fn apply_effects(
+        &self,
+        id: &str,
+        strikes: u32,
+        flag_trajectory: bool,
+        used_high_risk_tool: bool,
+    ) -> u32 {
+        match self.sessions.get_mut(id) {
+            Some(mut s) => {
+                s.strikes = s.strikes.saturating_add(strikes);
+                s.flag_trajectory |= flag_trajectory;
+                s.used_high_risk_tool |= used_high_risk_tool;
+                s.strikes
+            }
+            None => strikes,
+        }
+    }
+
+    /// Counts one more RETRY of a call in a step; returns the attempt number (1 for the
+    /// first RETRY).
+    pub fn next_attempt(&self, id: &str, step: &str, call: &str) -> u32 {
+        let Some(mut s) = self.sessions.get_mut(id) else {
+            return 1;
+        };
+        let key = (step.to_string(), call.to_string());
+        if !s.retries.contains_key(&key) && s.retries.len() >= MAX_RETRY_KEYS {
+            // Steps move forward; the counters of old steps are the ones to drop.
+            s.retries.clear();
+        }
+        let n = s.retries.entry(key).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    }
+
+    /// Takes one token from the limit's bucket for this session or tenant; false when the
+    /// bucket is empty.
+    pub fn rate_allows(&self, limit: &RateLimit, session: &str, tenant: &str) -> bool {
+        match limit.per {
+            RateScope::Session => match self.sessions.get_mut(session) {
+                Some(mut s) => s
+                    .buckets
+                    .entry(limit.id.clone())
+                    .or_insert_with(|| Bucket::full(limit.burst))
+                    .take(limit),
+                None => true,
+            },
+            RateScope::Tenant | RateScope::Global => {
+                let key = match limit.per {
+                    RateScope::Tenant => tenant.to_string(),
+                    _ => String::new(),
+                };
+                let key = (limit.id.clone(), key);
+                if !self.shared_buckets.contains_key(&key)
+                    && self.shared_buckets.len() >= MAX_SHARED_BUCKETS
+                {
+                    // A fresh bucket is full, so dropping idle ones only forgives callers
+                    // that were quiet long enough to refill anyway.
+                    self.shared_buckets.clear();
+                }
+                self.shared_buckets
+                    .entry(key)
+                    .or_insert_with(|| Bucket::full(limit.burst))
+                    .take(limit)
+            }
+        }
+    }
+
+    /// Records a deep verdict (kept on the session, newest first out) and announces it to
+    /// watchers.
+    pub fn record_finding(&self, f: Finding) {
+        if let Some(mut s) = self.sessions.get_mut(&f.session_id) {
+            if f.verdict == Some(VerdictKind::Warn) || f.verdict == Some(VerdictKind::Block) {
+                s.flag_trajectory = true;
+            }
+            if s.findings.len() >= MAX_FINDINGS {
+                s.findings.pop_front();
+            }
+            s.findings.push_back(f.clone());
+        }
+        // No watcher is not an error: the finding stays on the session.
+        let _ = self.findings.send(f);
+    }
+
+    /// Late findings not yet applied whose action is stronger than ALLOW; marks them
+    /// applied so each affects exactly one later decision.
+    pub fn take_late_findings(&self, id: &str) -> Vec<Finding> {
+        let Some(mut s) = self.sessions.get_mut(id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for f in s.findings.iter_mut() {
+            if f.late && !f.applied && f.action > Action::Allow {
+                f.applied = true;
+                out.push(f.clone());
+            }
+        }
+        out
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Finding> {
+        self.findings.subscribe()
+    }
+
+    /// The pending pause for this exact call, or a new one. Repeating a paused call before a
+    /// human answers returns the same pause id.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pause(
+        &self,
+        session: &str,
+        step: &str,
+        tool: &str,
+        fingerprint: [u8; 32],
+        reason: &str,
+        redacted_arguments_json: &str,
+        ttl: Duration,
+    ) -> Pause {
+        if let Some(s) = self.sessions.get(session) {
+            for id in s.pause_ids.iter() {
+                if let Some(p) = self.pauses.get(id)
+                    && p.fingerprint == fingerprint
+                    && p.state() == PauseState::Pending
+                {
+                    return p.clone();
+                }
+            }
+        }
+        if self.pauses.len() >= MAX_PAUSES {
+            self.sweep_pauses_for_room();
+        }
+        let now = SystemTime::now();
+        let p = Pause {
+            id: new_pause_id(),
+            session_id: session.to_string(),
+            step_id: step.to_string(),
+            tool_name: tool.to_string(),
+            reason: reason.to_string(),
+            redacted_arguments_json: redacted_arguments_json.to_string(),
+            fingerprint,
+            state: PauseState::Pending,
+            created_at: now,
+            expires_at: now + ttl,
+            expires: Instant::now() + ttl,
+            resolved: None,
+            approver: String::new(),
+            note: String::new(),
+        };
+        self.pauses.insert(p.id.clone(), p.clone());
+        if let Some(mut s) = self.sessions.get_mut(session) {
+            if s.pause_ids.len() >= MAX_FINDINGS {
+                s.pause_ids.pop_front();
+            }
+            s.pause_ids.push_back(p.id.clone());
+        }
+        p
+    }
+
+    /// Makes room when the pause table is full: expired and resolved pauses first, then the
+    /// oldest pending ones (which then read as unknown, so their calls are judged afresh
+    /// and paused again).
+    fn sweep_pauses_for_room(&self) {
+        self.pauses.retain(|_, p| p.state() == PauseState::Pending);
+        if self.pauses.len() >= MAX_PAUSES {
+            let mut ages: Vec<(Instant, String)> = self
+                .pauses
+                .iter()
+                .map(|p| (p.expires, p.key().clone()))
+                .collect();
+            ages.sort_unstable();
+            for (_, id) in ages.into_iter().take(MAX_PAUSES / 100 + 1) {
+                self.pauses.remove(&id);
+            }
+        }
+    }
+
+    /// A human's answer. Only a pending pause can be resolved; an expired one stays expired.
+    pub fn resolve(
+        &self,
+        id: &str,
+        approve: bool,
+        approver: &str,
+        note: &str,
+    ) -> Result<Pause, PauseError> {
+        let mut p = self
+            .pauses
+            .get_mut(id)
+            .ok_or_else(|| PauseError::NotFound(id.to_string()))?;
+        let state = p.state();
+        if state != PauseState::Pending {
+            return Err(PauseError::AlreadyResolved {
+                id: id.to_string(),
+                state,
+            });
+        }
+        p.state = if approve {
+            PauseState::Approved
+        } else {
+            PauseState::Denied
+        };
+        p.resolved = Some(Instant::now());
+        p.approver = approver.to_string();
+        p.note = note.to_string();
+        Ok(p.clone())
+    }
+
+    /// What a resubmitted call's pause id means. An approval is used up by the call it
+    /// lets through.
+    pub fn redeem(&self, id: &str, session: &str, fingerprint: &[u8; 32]) -> Redeemed {
+        let Some(mut p) = self.pauses.get_mut(id) else {
+            return Redeemed::NotThisCall;
+        };
+        if p.session_id != session || &p.fingerprint != fingerprint {
+            return Redeemed::NotThisCall;
+        }
+        match p.state() {
+            PauseState::Approved => {
+                p.state = PauseState::Used;
+                Redeemed::Approved(p.clone())
+            }
+            PauseState::Pending => Redeemed::Pending(p.clone()),
+            PauseState::Denied => Redeemed::Denied(p.clone()),
+            PauseState::Expired => Redeemed::Expired(p.clone()),
+            PauseState::Used => Redeemed::NotThisCall,
+        }
+    }
+
+    /// Pending pauses, oldest first; with a session, every pause of that session.
+    pub fn list_pauses(&self, session: Option<&str>) -> Vec<(Pause, PauseState)> {
+        let mut out: Vec<(Pause, PauseState)> = self
+            .pauses
+            .iter()
+            .filter(|p| match session {
+                Some(s) => p.session_id == s,
+                None => p.state() == PauseState::Pending,
+            })
+            .map(|p| (p.clone(), p.state()))
+            .collect();
+        out.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at).then(a.0.id.cmp(&b.0.id)));
+        out
+    }
+
+    pub fn pending_pauses(&self) -> usize {
+        self.pauses
+            .iter()
+            .filter(|p| p.state() == PauseState::Pending)
+            .count()
+    }
+}
+
+fn new_pause_id() -> String {
+    let mut b = [0u8; 12];
+    // A pause id only needs to be unguessable to other callers; if the OS source fails, a
+    // clock-and-counter id is still unique.
+    if getrandom::fill(&mut b).is_err() {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        b[..8].copy_from_slice(&t.to_le_bytes());
+        b[8..].copy_from_slice(&(N.fetch_add(1, Ordering::Relaxed) as u32).to_le_bytes());
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("pause-{hex}")
+}
+
+#[cfg(test)]
+mod tests;
