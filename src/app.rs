@@ -15,6 +15,7 @@ use tonic::transport::Server;
 use crate::api::Guard;
 use crate::api::shed::ShedLayer;
 use crate::cli::{Cli, Command};
+use crate::engine::pipeline::Runtime;
 use crate::engine::{CallMeta, evaluate};
 use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
@@ -360,7 +361,12 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .build_v1alpha()
         .context("cannot build gRPC reflection (v1alpha)")?;
 
-    let guard = GuardServiceServer::new(Guard::new(store.clone(), telemetry.clone()))
+    let runtime = Arc::new(Runtime::start(
+        &store.load(),
+        Some(telemetry.metrics.clone()),
+        false,
+    ));
+    let guard = GuardServiceServer::new(Guard::new(store.clone(), telemetry.clone(), runtime))
         // Memory stays bounded: tonic checks the length prefix before reading a body.
         .max_decoding_message_size(max_message)
         .max_encoding_message_size(usize::MAX);

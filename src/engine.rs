@@ -78,7 +78,9 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
             "fast rules did not finish within the {} µs time box; the unscanned part was {outcome}",
             policy.sync.timeout.as_micros(),
         );
-        hits.push(RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure"));
+        hits.push(
+            RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure"),
+        );
     }
 
     // 3. Risk tier of the tool, and approval for tiers that require it.
@@ -309,7 +311,7 @@ pub fn corrective_message(task_goal: &str, threats: &[String], guidance: &[Strin
 /// The task goal as the corrective message may quote it: the goal is the caller's text and
 /// is not itself a scanned field, so it goes through the same rules as a user message and
 /// only its redacted form is used.
-fn safe_goal(event: &Event, policy: &Policy) -> String {
+pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
     let goal = event.context.task_goal.trim();
     if goal.is_empty() {
         return String::new();
@@ -404,6 +406,8 @@ fn next_decision_id() -> String {
     let seq = DECISION_SEQ.fetch_add(1, Ordering::Relaxed);
     format!("d-{:012x}-{seq:08x}", *START & 0xffff_ffff_ffff)
 }
+
+pub mod pipeline;
 
 #[cfg(test)]
 mod tests;

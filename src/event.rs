@@ -86,6 +86,8 @@ pub struct Event {
     pub plan: Vec<PlannedAction>,
     /// Streamed text under inspection (`llm_stream_chunk` only).
     pub chunk: String,
+    /// A resubmitted call's approval (`tool_call_start` only); empty otherwise.
+    pub pause_id: String,
 }
 
 impl Event {
@@ -100,6 +102,7 @@ impl Event {
             messages: Vec::new(),
             plan: Vec::new(),
             chunk: String::new(),
+            pause_id: String::new(),
         }
     }
 

@@ -548,7 +548,11 @@ impl SessionStore {
             })
             .map(|p| (p.clone(), p.state()))
             .collect();
-        out.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at).then(a.0.id.cmp(&b.0.id)));
+        out.sort_by(|a, b| {
+            a.0.created_at
+                .cmp(&b.0.created_at)
+                .then(a.0.id.cmp(&b.0.id))
+        });
         out
     }
 

@@ -5,8 +5,10 @@ use serde_json::Value;
 
 use super::status::ApiError;
 use crate::decision::{self, Action, RiskLevel, Status as DStatus};
+use crate::deep::VerdictKind;
 use crate::event::{self, Context, Event, EventKind, PlannedAction};
 use crate::proto;
+use crate::session;
 
 /// Parses an `arguments_json` field: empty means no arguments.
 pub fn parse_arguments(field: &str, text: &str) -> Result<Option<Value>, ApiError> {
@@ -52,6 +54,7 @@ pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError
     let mut e = Event::new(EventKind::ToolCallStart, context(r.context));
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
     e.tool_name = r.tool_name;
+    e.pause_id = r.pause_id;
     Ok(e)
 }
 
@@ -206,4 +209,112 @@ pub fn decision(d: &decision::Decision) -> proto::Decision {
         deep_rules_awaited: d.deep_awaited,
         deep_rules_pending: d.deep_pending,
     }
+}
+
+fn timestamp(t: std::time::SystemTime) -> prost_types::Timestamp {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    prost_types::Timestamp {
+        seconds: d.as_secs() as i64,
+        nanos: d.subsec_nanos() as i32,
+    }
+}
+
+pub fn pause(p: &session::Pause, state: session::PauseState) -> proto::Pause {
+    use session::PauseState as S;
+    let state = match state {
+        S::Pending => proto::PauseState::Pending,
+        S::Approved => proto::PauseState::Approved,
+        S::Denied => proto::PauseState::Denied,
+        S::Expired => proto::PauseState::Expired,
+        S::Used => proto::PauseState::Used,
+    };
+    proto::Pause {
+        pause_id: p.id.clone(),
+        session_id: p.session_id.clone(),
+        step_id: p.step_id.clone(),
+        tool_name: p.tool_name.clone(),
+        reason: p.reason.clone(),
+        state: state as i32,
+        created_at: Some(timestamp(p.created_at)),
+        expires_at: Some(timestamp(p.expires_at)),
+        approver: p.approver.clone(),
+        note: p.note.clone(),
+        redacted_arguments_json: p.redacted_arguments_json.clone(),
+    }
+}
+
+pub fn finding(f: &session::Finding) -> proto::Finding {
+    let verdict = match f.verdict {
+        Some(VerdictKind::Pass) => proto::Verdict::Pass,
+        Some(VerdictKind::Warn) => proto::Verdict::Warn,
+        Some(VerdictKind::Block) => proto::Verdict::Block,
+        None => proto::Verdict::Error,
+    };
+    proto::Finding {
+        session_id: f.session_id.clone(),
+        step_id: f.step_id.clone(),
+        rule_id: f.rule_id.clone(),
+        event_type: f.event.as_str().to_string(),
+        tool_name: f.tool_name.clone(),
+        verdict: verdict as i32,
+        risk_score: f.risk_score,
+        explanation: f.explanation.clone(),
+        decision_id: f.decision_id.clone(),
+        late: f.late,
+        applied: f.applied,
+        observed_at: Some(timestamp(f.observed_at)),
+    }
+}
+
+pub fn session(
+    s: &session::Session,
+    strike_limit: u32,
+    pauses: Vec<proto::Pause>,
+) -> proto::Session {
+    proto::Session {
+        session_id: s.id.clone(),
+        strikes: s.strikes,
+        strike_limit,
+        flag_trajectory: s.flag_trajectory,
+        used_high_risk_tool: s.used_high_risk_tool,
+        findings: s.findings.iter().map(finding).collect(),
+        pauses,
+        last_seen: Some(timestamp(s.last_seen_at)),
+    }
+}
+
+/// The most candidates one FilterCandidates call may carry.
+pub const MAX_CANDIDATES: usize = 64;
+
+/// Each candidate becomes a `tool_call_start` event of the same context.
+pub fn candidates(r: proto::FilterCandidatesRequest) -> Result<Vec<Event>, ApiError> {
+    if r.candidates.is_empty() {
+        return Err(ApiError::invalid("candidates", "must not be empty"));
+    }
+    if r.candidates.len() > MAX_CANDIDATES {
+        return Err(ApiError::invalid(
+            "candidates",
+            format!("at most {MAX_CANDIDATES} candidates per call"),
+        ));
+    }
+    let ctx = context(r.context);
+    r.candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.tool_name.trim().is_empty() {
+                return Err(ApiError::invalid(
+                    format!("candidates[{i}].tool_name"),
+                    "must not be empty",
+                ));
+            }
+            let mut e = Event::new(EventKind::ToolCallStart, ctx.clone());
+            e.arguments = parse_arguments(
+                &format!("candidates[{i}].arguments_json"),
+                &c.arguments_json,
+            )?;
+            e.tool_name = c.tool_name;
+            Ok(e)
+        })
+        .collect()
 }

@@ -8,76 +8,83 @@ pub mod status;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use tokio::sync::broadcast;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::engine::{CallMeta, evaluate};
+use crate::decision::{Action, Decision};
+use crate::engine::CallMeta;
+use crate::engine::pipeline::{self, Options, Runtime};
+use crate::event::Event;
+use crate::policy::Policy;
 use crate::policy::store::PolicyStore;
 use crate::proto;
 use crate::proto::guard_service_server::GuardService;
+use crate::session::PauseError;
 use crate::stream::StreamGuard;
 use crate::telemetry::{CallStart, Telemetry, trace};
 use status::ApiError;
-
-/// Requests above this size are evaluated on the blocking pool, so a long scan never stalls
-/// the async workers that serve other calls.
-const BLOCKING_BYTES: usize = 64 * 1024;
-
-/// Evaluates, traces, converts and records in one synchronous step: once a decision exists
-/// its span, metrics and log line follow without an await, so a caller that cancels cannot
-/// make it vanish.
-fn decide_and_record(
-    telemetry: &Telemetry,
-    event: crate::event::Event,
-    policy: &Arc<crate::policy::Policy>,
-    meta: &CallMeta,
-    start: CallStart,
-    parent: &opentelemetry::Context,
-) -> proto::Decision {
-    let mut d = evaluate(&event, policy, meta);
-    let span_id = telemetry.trace(&event, &mut d, policy, start, parent);
-    let wire = convert::decision(&d);
-    telemetry.record(event, d, policy, start, span_id);
-    wire
-}
 
 #[derive(Clone)]
 pub struct Guard {
     store: Arc<PolicyStore>,
     telemetry: Arc<Telemetry>,
+    runtime: Arc<Runtime>,
 }
 
 impl Guard {
-    pub fn new(store: Arc<PolicyStore>, telemetry: Arc<Telemetry>) -> Guard {
-        Guard { store, telemetry }
+    pub fn new(store: Arc<PolicyStore>, telemetry: Arc<Telemetry>, runtime: Arc<Runtime>) -> Guard {
+        Guard {
+            store,
+            telemetry,
+            runtime,
+        }
     }
 
+    /// Decides, traces, converts and records in a task of its own: a caller that cancels
+    /// mid-call (while deep rules are awaited) cannot make the decision, its span or its
+    /// log line vanish.
     async fn decide(
         &self,
-        event: crate::event::Event,
-        policy: Arc<crate::policy::Policy>,
+        event: Event,
+        policy: Arc<Policy>,
         meta: CallMeta,
         start: CallStart,
         parent: opentelemetry::Context,
         size: usize,
     ) -> Result<proto::Decision, Status> {
-        if size <= BLOCKING_BYTES {
-            return Ok(decide_and_record(
-                &self.telemetry,
-                event,
-                &policy,
-                &meta,
-                start,
-                &parent,
-            ));
-        }
-        let telemetry = self.telemetry.clone();
-        tokio::task::spawn_blocking(move || {
-            decide_and_record(&telemetry, event, &policy, &meta, start, &parent)
+        let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
+        tokio::spawn(async move {
+            let (event, d) =
+                pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
+            record(&telemetry, event, d, &policy, start, &parent).0
         })
         .await
-        .map_err(|e| Status::from(ApiError::Internal(format!("evaluation task failed: {e}"))))
+        .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
     }
+}
+
+/// Traces, converts and records one decision; returns the wire form and the decision.
+fn record(
+    telemetry: &Telemetry,
+    event: Event,
+    mut d: Decision,
+    policy: &Arc<Policy>,
+    start: CallStart,
+    parent: &opentelemetry::Context,
+) -> (proto::Decision, Decision) {
+    let span_id = telemetry.trace(&event, &mut d, policy, start, parent);
+    let wire = convert::decision(&d);
+    telemetry.record(event, d.clone(), policy, start, span_id);
+    (wire, d)
+}
+
+fn call_meta<T>(req: &Request<T>) -> (opentelemetry::Context, CallMeta) {
+    let parent = trace::parent_from_metadata(req.metadata());
+    let meta = CallMeta {
+        trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
+    };
+    (parent, meta)
 }
 
 type ChunkStream =
@@ -91,10 +98,7 @@ impl GuardService for Guard {
     ) -> Result<Response<proto::ToolCallStartResponse>, Status> {
         let start = CallStart::now();
         let policy = self.store.load();
-        let parent = trace::parent_from_metadata(req.metadata());
-        let meta = CallMeta {
-            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-        };
+        let (parent, meta) = call_meta(&req);
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_start(msg)?;
@@ -112,10 +116,7 @@ impl GuardService for Guard {
     ) -> Result<Response<proto::ToolCallResultResponse>, Status> {
         let start = CallStart::now();
         let policy = self.store.load();
-        let parent = trace::parent_from_metadata(req.metadata());
-        let meta = CallMeta {
-            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-        };
+        let (parent, meta) = call_meta(&req);
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::tool_call_result(msg)?;
@@ -133,10 +134,7 @@ impl GuardService for Guard {
     ) -> Result<Response<proto::LlmBeforeResponse>, Status> {
         let start = CallStart::now();
         let policy = self.store.load();
-        let parent = trace::parent_from_metadata(req.metadata());
-        let meta = CallMeta {
-            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-        };
+        let (parent, meta) = call_meta(&req);
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert::llm_before(msg)?;
@@ -152,51 +150,13 @@ impl GuardService for Guard {
     type WatchFindingsStream =
         Pin<Box<dyn Stream<Item = Result<proto::WatchFindingsResponse, Status>> + Send>>;
 
-    async fn filter_candidates(
-        &self,
-        _req: Request<proto::FilterCandidatesRequest>,
-    ) -> Result<Response<proto::FilterCandidatesResponse>, Status> {
-        Err(Status::unimplemented("being built"))
-    }
-
-    async fn resolve_pause(
-        &self,
-        _req: Request<proto::ResolvePauseRequest>,
-    ) -> Result<Response<proto::ResolvePauseResponse>, Status> {
-        Err(Status::unimplemented("being built"))
-    }
-
-    async fn list_pauses(
-        &self,
-        _req: Request<proto::ListPausesRequest>,
-    ) -> Result<Response<proto::ListPausesResponse>, Status> {
-        Err(Status::unimplemented("being built"))
-    }
-
-    async fn get_session(
-        &self,
-        _req: Request<proto::GetSessionRequest>,
-    ) -> Result<Response<proto::GetSessionResponse>, Status> {
-        Err(Status::unimplemented("being built"))
-    }
-
-    async fn watch_findings(
-        &self,
-        _req: Request<proto::WatchFindingsRequest>,
-    ) -> Result<Response<Self::WatchFindingsStream>, Status> {
-        Err(Status::unimplemented("being built"))
-    }
-
     async fn stream_llm_chunks(
         &self,
         req: Request<Streaming<proto::StreamLlmChunksRequest>>,
     ) -> Result<Response<Self::StreamLlmChunksStream>, Status> {
         // One policy version for the whole stream, like any other call.
         let policy = self.store.load();
-        let parent = trace::parent_from_metadata(req.metadata());
-        let meta = CallMeta {
-            trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-        };
+        let (parent, meta) = call_meta(&req);
         let mut inbound = req.into_inner();
         let telemetry = self.telemetry.clone();
         let out = async_stream(move |tx| async move {
@@ -266,15 +226,196 @@ impl GuardService for Guard {
         });
         Ok(Response::new(Box::pin(out)))
     }
+
+    async fn filter_candidates(
+        &self,
+        req: Request<proto::FilterCandidatesRequest>,
+    ) -> Result<Response<proto::FilterCandidatesResponse>, Status> {
+        let start = CallStart::now();
+        let policy = self.store.load();
+        let (parent, meta) = call_meta(&req);
+        let msg = req.into_inner();
+        let size = convert::check_size(&msg, policy.max_message_bytes)?;
+        let events = convert::candidates(msg)?;
+        let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
+        // One task for the whole set, for the same reason as `decide`.
+        let resp = tokio::spawn(async move {
+            filter_candidates(
+                events, &policy, &rt, &telemetry, &meta, size, start, &parent,
+            )
+            .await
+        })
+        .await
+        .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))?;
+        Ok(Response::new(resp))
+    }
+
+    async fn resolve_pause(
+        &self,
+        req: Request<proto::ResolvePauseRequest>,
+    ) -> Result<Response<proto::ResolvePauseResponse>, Status> {
+        let r = req.into_inner();
+        if r.pause_id.trim().is_empty() {
+            return Err(ApiError::invalid("pause_id", "must not be empty").into());
+        }
+        if r.approver.trim().is_empty() {
+            return Err(ApiError::invalid("approver", "must name who decided").into());
+        }
+        let approve = match proto::Resolution::try_from(r.resolution) {
+            Ok(proto::Resolution::Approve) => true,
+            Ok(proto::Resolution::Deny) => false,
+            _ => {
+                return Err(ApiError::invalid(
+                    "resolution",
+                    "must be RESOLUTION_APPROVE or RESOLUTION_DENY",
+                )
+                .into());
+            }
+        };
+        let sessions = &self.runtime.sessions;
+        let p = sessions
+            .resolve(&r.pause_id, approve, r.approver.trim(), r.note.trim())
+            .map_err(|e| match e {
+                PauseError::NotFound(_) => ApiError::NotFound(e.to_string()),
+                PauseError::AlreadyResolved { .. } => ApiError::Conflict(e.to_string()),
+            })?;
+        self.telemetry
+            .metrics
+            .set_pauses_pending(sessions.pending_pauses() as i64);
+        tracing::info!(
+            pause_id = %p.id,
+            session = %p.session_id,
+            approve,
+            approver = %p.approver,
+            "pause resolved"
+        );
+        let state = p.state();
+        Ok(Response::new(proto::ResolvePauseResponse {
+            pause: Some(convert::pause(&p, state)),
+        }))
+    }
+
+    async fn list_pauses(
+        &self,
+        req: Request<proto::ListPausesRequest>,
+    ) -> Result<Response<proto::ListPausesResponse>, Status> {
+        let r = req.into_inner();
+        let session = (!r.session_id.is_empty()).then_some(r.session_id.as_str());
+        let pauses = self
+            .runtime
+            .sessions
+            .list_pauses(session)
+            .iter()
+            .map(|(p, state)| convert::pause(p, *state))
+            .collect();
+        Ok(Response::new(proto::ListPausesResponse { pauses }))
+    }
+
+    async fn get_session(
+        &self,
+        req: Request<proto::GetSessionRequest>,
+    ) -> Result<Response<proto::GetSessionResponse>, Status> {
+        let r = req.into_inner();
+        if r.session_id.is_empty() {
+            return Err(ApiError::invalid("session_id", "must not be empty").into());
+        }
+        let sessions = &self.runtime.sessions;
+        let s = sessions
+            .get(&r.session_id)
+            .ok_or_else(|| ApiError::NotFound("no session with that id".into()))?;
+        let pauses = sessions
+            .list_pauses(Some(&r.session_id))
+            .iter()
+            .map(|(p, state)| convert::pause(p, *state))
+            .collect();
+        let limit = self.store.load().sessions.strike_limit;
+        Ok(Response::new(proto::GetSessionResponse {
+            session: Some(convert::session(&s, limit, pauses)),
+        }))
+    }
+
+    async fn watch_findings(
+        &self,
+        req: Request<proto::WatchFindingsRequest>,
+    ) -> Result<Response<Self::WatchFindingsStream>, Status> {
+        let session = req.into_inner().session_id;
+        let mut rx = self.runtime.sessions.subscribe();
+        let out = async_stream(move |tx| async move {
+            loop {
+                let f = match rx.recv().await {
+                    Ok(f) => f,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        // Nothing is lost silently: the watcher is told, and the findings
+                        // stay on their sessions.
+                        let _ = tx.send(Err(ApiError::Lagged(n).into())).await;
+                        return;
+                    }
+                };
+                if !session.is_empty() && f.session_id != session {
+                    continue;
+                }
+                let resp = proto::WatchFindingsResponse {
+                    finding: Some(convert::finding(&f)),
+                };
+                if tx.send(Ok(resp)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(out)))
+    }
+}
+
+/// Decides every candidate, then, when all are filtered, the guidance to regenerate them,
+/// counted against the step's attempts like any RETRY.
+#[allow(clippy::too_many_arguments)]
+async fn filter_candidates(
+    events: Vec<Event>,
+    policy: &Arc<Policy>,
+    rt: &Runtime,
+    telemetry: &Telemetry,
+    meta: &CallMeta,
+    size: usize,
+    start: CallStart,
+    parent: &opentelemetry::Context,
+) -> proto::FilterCandidatesResponse {
+    let opts = Options { count_retry: false };
+    let mut resp = proto::FilterCandidatesResponse::default();
+    let mut first_filtered: Option<(Event, Decision)> = None;
+    for (i, event) in events.into_iter().enumerate() {
+        let (event, d) = pipeline::decide(event, policy, rt, meta, size, opts).await;
+        let allowed = matches!(d.action, Action::Allow | Action::Redact);
+        if allowed {
+            resp.allowed_indices.push(i as u32);
+        } else if first_filtered.is_none() {
+            first_filtered = Some((event.clone(), d.clone()));
+        }
+        let (wire, _) = record(telemetry, event, d, policy, start, parent);
+        resp.decisions.push(wire);
+    }
+    if resp.allowed_indices.is_empty()
+        && let Some((event, d)) = first_filtered
+    {
+        let (retry, escalation) = pipeline::regenerate(&event, &d, policy, rt);
+        resp.retry = Some(proto::RetrySpec {
+            corrective_message: retry.corrective_message,
+            attempt: retry.attempt,
+            max_attempts: retry.max_attempts,
+        });
+        resp.escalation = escalation
+            .map(|a| convert::action(a) as i32)
+            .unwrap_or_default();
+    }
+    resp
 }
 
 /// Runs `f` as a task feeding a bounded channel, and returns the receiving side as a stream.
 /// The bound gives backpressure: a slow reader slows the guard, it does not grow a queue.
-fn async_stream<F, Fut>(
-    f: F,
-) -> impl Stream<Item = Result<proto::StreamLlmChunksResponse, Status>> + Send
+fn async_stream<T, F, Fut>(f: F) -> impl Stream<Item = Result<T, Status>> + Send
 where
-    F: FnOnce(tokio::sync::mpsc::Sender<Result<proto::StreamLlmChunksResponse, Status>>) -> Fut,
+    T: Send + 'static,
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<T, Status>>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let (tx, rx) = tokio::sync::mpsc::channel(16);

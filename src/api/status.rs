@@ -18,6 +18,16 @@ pub enum ApiError {
     /// More calls in flight than the server admits; the caller should back off and retry.
     #[error("overloaded: {in_flight} calls in flight; retry with backoff")]
     Overloaded { in_flight: usize },
+    /// The named thing (a pause, a session) does not exist, or no longer does.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request is valid but the thing is not in a state that allows it (a pause that is
+    /// already resolved).
+    #[error("{0}")]
+    Conflict(String),
+    /// A WatchFindings subscriber fell too far behind; what it missed is on the sessions.
+    #[error("watcher fell behind and missed {0} findings; read them with GetSession")]
+    Lagged(u64),
     /// A fault inside the server (a worker task died); never carries request content.
     #[error("internal: {0}")]
     Internal(String),
@@ -31,6 +41,9 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { .. } => Status::resource_exhausted(msg),
             ApiError::Stream(_) => Status::invalid_argument(msg),
             ApiError::Overloaded { .. } => Status::unavailable(msg),
+            ApiError::NotFound(_) => Status::not_found(msg),
+            ApiError::Conflict(_) => Status::failed_precondition(msg),
+            ApiError::Lagged(_) => Status::data_loss(msg),
             ApiError::Internal(_) => Status::internal(msg),
         }
     }
