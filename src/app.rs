@@ -14,9 +14,9 @@ use tonic::transport::Server;
 
 use crate::api::Guard;
 use crate::api::shed::ShedLayer;
-use crate::cli::{Cli, Command};
-use crate::engine::pipeline::Runtime;
-use crate::engine::{CallMeta, evaluate};
+use crate::cli::{Cli, Command, PauseCommand};
+use crate::engine::CallMeta;
+use crate::engine::pipeline::{Options, Runtime, decide};
 use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
 use crate::policy::{Policy, compile_file, default_policy};
@@ -114,7 +114,18 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             let ev = spec
                 .into_event()
                 .map_err(|e| UsageError(format!("{event}: {e}")))?;
-            let d = evaluate(&ev, &policy, &CallMeta::default());
+            let d = offline(policy, |policy, rt| async move {
+                let (_, d) = decide(
+                    ev,
+                    &policy,
+                    &rt,
+                    &CallMeta::default(),
+                    0,
+                    Options::default(),
+                )
+                .await;
+                d
+            })?;
             let mut out = serde_json::to_string_pretty(&d)?;
             out.push('\n');
             write_stdout(&out)?;
@@ -147,7 +158,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     UsageError(format!("{}: no scenario files (*.yaml)", dir.display())).into(),
                 );
             }
-            let report = scenario::run(&files, &policy);
+            let report = offline(policy, |policy, rt| async move {
+                scenario::run(&files, &policy, &rt).await
+            })?;
             for f in &report.failures {
                 println!("FAIL {f}");
             }
@@ -157,6 +170,14 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             } else {
                 Exit::Failed
             })
+        }
+        Command::Pauses { server, action } => {
+            let tokio = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            tokio.block_on(pauses(&server, action))?;
+            Ok(Exit::Ok)
         }
         Command::Rules => {
             for r in CATALOG {
@@ -182,6 +203,109 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
     }
+}
+
+/// `toolgate pauses …` against a running server.
+async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
+    use crate::proto::guard_service_client::GuardServiceClient;
+    use crate::proto::{ListPausesRequest, PauseState, Resolution, ResolvePauseRequest};
+    let mut client = GuardServiceClient::connect(server.to_string())
+        .await
+        .map_err(|e| UsageError(format!("--server `{server}`: cannot connect: {e}")))?;
+    let who = |a: Option<String>| {
+        a.or_else(|| std::env::var("USER").ok())
+            .filter(|a| !a.trim().is_empty())
+            .ok_or_else(|| UsageError("--approver: required (no $USER to default to)".into()))
+    };
+    let show = |p: &crate::proto::Pause| {
+        let state = PauseState::try_from(p.state)
+            .map(|s| {
+                s.as_str_name()
+                    .trim_start_matches("PAUSE_STATE_")
+                    .to_lowercase()
+            })
+            .unwrap_or_else(|_| "unknown".into());
+        let expires = p.expires_at.map(|t| t.seconds).unwrap_or(0);
+        let expires = log::rfc3339(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(expires.max(0) as u64),
+        );
+        format!(
+            "{}  {state:<8}  session={} step={} tool={} expires={expires}\n    reason: {}\n    arguments: {}\n",
+            p.pause_id, p.session_id, p.step_id, p.tool_name, p.reason, p.redacted_arguments_json
+        )
+    };
+    let status = |s: tonic::Status| anyhow::anyhow!("{}: {}", s.code(), s.message());
+    let out = match action {
+        PauseCommand::List { session } => {
+            let r = client
+                .list_pauses(ListPausesRequest {
+                    session_id: session.unwrap_or_default(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            if r.pauses.is_empty() {
+                "no pauses\n".to_string()
+            } else {
+                r.pauses.iter().map(show).collect()
+            }
+        }
+        PauseCommand::Approve {
+            pause_id,
+            approver,
+            note,
+        } => {
+            let req = ResolvePauseRequest {
+                pause_id,
+                resolution: Resolution::Approve as i32,
+                approver: who(approver)?,
+                note,
+            };
+            let r = client
+                .resolve_pause(req)
+                .await
+                .map_err(status)?
+                .into_inner();
+            r.pause.as_ref().map(show).unwrap_or_default()
+        }
+        PauseCommand::Deny {
+            pause_id,
+            approver,
+            note,
+        } => {
+            let req = ResolvePauseRequest {
+                pause_id,
+                resolution: Resolution::Deny as i32,
+                approver: who(approver)?,
+                note,
+            };
+            let r = client
+                .resolve_pause(req)
+                .await
+                .map_err(status)?
+                .into_inner();
+            r.pause.as_ref().map(show).unwrap_or_default()
+        }
+    };
+    write_stdout(&out)
+}
+
+/// Runs `f` on a runtime of its own with the deep-rule pool started in offline mode (tiers
+/// that wait, wait for the answer), for `check` and `test`.
+fn offline<T, F, Fut>(policy: Policy, f: F) -> anyhow::Result<T>
+where
+    F: FnOnce(Arc<Policy>, Runtime) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(tokio.block_on(async {
+        let rt = Runtime::start(&policy, None, true);
+        f(Arc::new(policy), rt).await
+    }))
 }
 
 /// Writes to stdout; a closed pipe (`toolgate check … | head`) is not an error.

@@ -1,4 +1,4 @@
-//! Command line: `serve`, `check`, `validate`, `test`, `rules`.
+//! Command line: `serve`, `check`, `validate`, `test`, `rules`, `pauses`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -73,4 +73,38 @@ pub enum Command {
     },
     /// List the built-in rule catalog.
     Rules,
+    /// Pauses waiting for a human on a running server: list, approve or deny them.
+    Pauses {
+        /// The server's gRPC address.
+        #[arg(long, default_value = "http://127.0.0.1:50051", global = true)]
+        server: String,
+        #[command(subcommand)]
+        action: PauseCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PauseCommand {
+    /// Pending pauses (every pause of the session with `--session`).
+    List {
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Approve a pause: the paused call passes once when resubmitted with its pause id.
+    Approve {
+        pause_id: String,
+        /// Who approves (recorded on the pause and in the log); defaults to $USER.
+        #[arg(long)]
+        approver: Option<String>,
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Deny a pause: the resubmitted call is stopped.
+    Deny {
+        pause_id: String,
+        #[arg(long)]
+        approver: Option<String>,
+        #[arg(long, default_value = "")]
+        note: String,
+    },
 }

@@ -3,14 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decision::{Action, Decision, RiskLevel, Status};
-use crate::engine::{CallMeta, evaluate};
+use crate::engine::CallMeta;
+use crate::engine::pipeline::{Options, Runtime, decide};
 use crate::event::{Context, Event, EventKind, Message, PlannedAction};
 use crate::policy::Policy;
+use crate::session::SessionStore;
 
 /// An event as written by hand or by a framework: `event_type` plus the fields that kind
 /// uses. `arguments` may be a JSON value or `arguments_json` a JSON string.
@@ -315,8 +318,9 @@ pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Runs every case of every file against the policy.
-pub fn run(files: &[PathBuf], policy: &Policy) -> Report {
+/// Runs every case of every file against the policy, through the whole pipeline (deep rules
+/// included). Each case starts with fresh session state, so cases stay independent.
+pub async fn run(files: &[PathBuf], policy: &Arc<Policy>, rt: &Runtime) -> Report {
     let mut report = Report::default();
     for file in files {
         let name = file.display();
@@ -350,7 +354,21 @@ pub fn run(files: &[PathBuf], policy: &Policy) -> Report {
                     continue;
                 }
             };
-            let d = evaluate(&event, policy, &CallMeta::default());
+            let fresh = Runtime {
+                sessions: Arc::new(SessionStore::new()),
+                pool: rt.pool.clone(),
+                metrics: None,
+                offline: rt.offline,
+            };
+            let (_, d) = decide(
+                event,
+                policy,
+                &fresh,
+                &CallMeta::default(),
+                0,
+                Options::default(),
+            )
+            .await;
             let bad = check(&case.expect, &d);
             if bad.is_empty() {
                 report.passed += 1;

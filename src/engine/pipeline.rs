@@ -388,10 +388,16 @@ async fn deep_stage(
     }
     let input = Arc::new(deep_input(event, d, policy));
     let wait = match tier {
-        _ if rt.offline => None,
-        Some(RiskLevel::Critical | RiskLevel::High) => Some(policy.router.high_risk_wait),
-        Some(RiskLevel::Medium) => Some(policy.router.medium_risk_wait),
-        _ => Some(Duration::ZERO),
+        Some(RiskLevel::Critical | RiskLevel::High) => policy.router.high_risk_wait,
+        Some(RiskLevel::Medium) => policy.router.medium_risk_wait,
+        _ => Duration::ZERO,
+    };
+    // Offline, a tier that waits waits for the answer (up to each rule's own budget), so a
+    // replay does not depend on machine load; a tier that does not wait still does not.
+    let wait = if rt.offline && !wait.is_zero() {
+        None
+    } else {
+        Some(wait)
     };
     let fail = fail_action(policy, tier);
     let base = FindingBase {
@@ -623,7 +629,11 @@ fn deep_input(event: &Event, d: &Decision, policy: &Policy) -> DeepInput {
             } else {
                 &d.redacted_messages
             };
-            for m in messages {
+            // The operator's system prompt and the model's own turns are not where
+            // injected instructions arrive; user and tool messages are.
+            for m in messages.iter().filter(|m| {
+                !m.role.eq_ignore_ascii_case("system") && !m.role.eq_ignore_ascii_case("assistant")
+            }) {
                 text.push_str(&m.role);
                 text.push_str(": ");
                 text.push_str(&m.content);
