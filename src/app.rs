@@ -490,10 +490,15 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         Some(telemetry.metrics.clone()),
         false,
     ));
-    let guard = GuardServiceServer::new(Guard::new(store.clone(), telemetry.clone(), runtime))
-        // Memory stays bounded: tonic checks the length prefix before reading a body.
-        .max_decoding_message_size(max_message)
-        .max_encoding_message_size(usize::MAX);
+    let guard = GuardServiceServer::new(Guard::new(
+        store.clone(),
+        telemetry.clone(),
+        runtime,
+        shutdown_rx.clone(),
+    ))
+    // Memory stays bounded: tonic checks the length prefix before reading a body.
+    .max_decoding_message_size(max_message)
+    .max_encoding_message_size(usize::MAX);
 
     let listener = TcpListener::bind(opts.listen)
         .await

@@ -169,7 +169,6 @@ pub struct Session {
     /// rules.
     pub used_high_risk_tool: bool,
     pub findings: VecDeque<Finding>,
-    pub pause_ids: VecDeque<String>,
     retries: HashMap<(String, String), u32>,
     buckets: HashMap<String, Bucket>,
     last_seen: Instant,
@@ -184,7 +183,6 @@ impl Session {
             flag_trajectory: false,
             used_high_risk_tool: false,
             findings: VecDeque::new(),
-            pause_ids: VecDeque::new(),
             retries: HashMap::new(),
             buckets: HashMap::new(),
             last_seen: Instant::now(),
@@ -428,15 +426,14 @@ impl SessionStore {
         redacted_arguments_json: &str,
         ttl: Duration,
     ) -> Pause {
-        if let Some(s) = self.sessions.get(session) {
-            for id in s.pause_ids.iter() {
-                if let Some(p) = self.pauses.get(id)
-                    && p.fingerprint == fingerprint
-                    && p.state() == PauseState::Pending
-                {
-                    return p.clone();
-                }
-            }
+        // Looked up in the pause table itself, not through the session entry, so a call
+        // without a session, or one whose session idled out, still finds its pause.
+        if let Some(p) = self.pauses.iter().find(|p| {
+            p.session_id == session
+                && p.fingerprint == fingerprint
+                && p.state() == PauseState::Pending
+        }) {
+            return p.clone();
         }
         if self.pauses.len() >= MAX_PAUSES {
             self.sweep_pauses_for_room();
@@ -459,12 +456,6 @@ impl SessionStore {
             note: String::new(),
         };
         self.pauses.insert(p.id.clone(), p.clone());
-        if let Some(mut s) = self.sessions.get_mut(session) {
-            if s.pause_ids.len() >= MAX_FINDINGS {
-                s.pause_ids.pop_front();
-            }
-            s.pause_ids.push_back(p.id.clone());
-        }
         p
     }
 
@@ -534,6 +525,16 @@ impl SessionStore {
             PauseState::Denied => Redeemed::Denied(p.clone()),
             PauseState::Expired => Redeemed::Expired(p.clone()),
             PauseState::Used => Redeemed::NotThisCall,
+        }
+    }
+
+    /// Gives back an approval whose resubmitted call did not pass after all (another rule
+    /// stopped or retried it): the human approved the call, not that outcome.
+    pub fn restore_approval(&self, id: &str) {
+        if let Some(mut p) = self.pauses.get_mut(id)
+            && p.state == PauseState::Used
+        {
+            p.state = PauseState::Approved;
         }
     }
 

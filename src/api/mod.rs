@@ -8,7 +8,7 @@ pub mod status;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -30,14 +30,22 @@ pub struct Guard {
     store: Arc<PolicyStore>,
     telemetry: Arc<Telemetry>,
     runtime: Arc<Runtime>,
+    /// Turns true when the server stops: streams that would otherwise never end close.
+    shutdown: watch::Receiver<bool>,
 }
 
 impl Guard {
-    pub fn new(store: Arc<PolicyStore>, telemetry: Arc<Telemetry>, runtime: Arc<Runtime>) -> Guard {
+    pub fn new(
+        store: Arc<PolicyStore>,
+        telemetry: Arc<Telemetry>,
+        runtime: Arc<Runtime>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Guard {
         Guard {
             store,
             telemetry,
             runtime,
+            shutdown,
         }
     }
 
@@ -340,9 +348,21 @@ impl GuardService for Guard {
     ) -> Result<Response<Self::WatchFindingsStream>, Status> {
         let session = req.into_inner().session_id;
         let mut rx = self.runtime.sessions.subscribe();
+        let mut stop = self.shutdown.clone();
         let out = async_stream(move |tx| async move {
             loop {
-                let f = match rx.recv().await {
+                let stopping = async {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                let next = tokio::select! {
+                    next = rx.recv() => Some(next),
+                    _ = stopping => None,
+                };
+                let Some(next) = next else {
+                    let _ = tx.send(Err(ApiError::ShuttingDown.into())).await;
+                    return;
+                };
+                let f = match next {
                     Ok(f) => f,
                     Err(broadcast::error::RecvError::Closed) => return,
                     Err(broadcast::error::RecvError::Lagged(n)) => {
@@ -380,11 +400,20 @@ async fn filter_candidates(
     start: CallStart,
     parent: &opentelemetry::Context,
 ) -> proto::FilterCandidatesResponse {
-    let opts = Options { count_retry: false };
+    let sid = events
+        .first()
+        .map(|e| e.context.session_id.clone())
+        .unwrap_or_default();
+    let opts = Options {
+        candidate_of: Some(Arc::new(rt.sessions.take_late_findings(&sid))),
+    };
     let mut resp = proto::FilterCandidatesResponse::default();
     let mut first_filtered: Option<(Event, Decision)> = None;
+    let (mut strikes, mut flag) = (0, false);
     for (i, event) in events.into_iter().enumerate() {
-        let (event, d) = pipeline::decide(event, policy, rt, meta, size, opts).await;
+        let (event, d) = pipeline::decide(event, policy, rt, meta, size, opts.clone()).await;
+        strikes = strikes.max(d.effects.strikes);
+        flag |= d.effects.flag_trajectory;
         let allowed = matches!(d.action, Action::Allow | Action::Redact);
         if allowed {
             resp.allowed_indices.push(i as u32);
@@ -393,6 +422,10 @@ async fn filter_candidates(
         }
         let (wire, _) = record(telemetry, event, d, policy, start, parent);
         resp.decisions.push(wire);
+    }
+    // One set, one regeneration: its strikes count once, like its retry attempt.
+    if !sid.is_empty() {
+        rt.sessions.apply_effects(&sid, strikes, flag, false);
     }
     if resp.allowed_indices.is_empty()
         && let Some((event, d)) = first_filtered

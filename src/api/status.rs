@@ -28,6 +28,9 @@ pub enum ApiError {
     /// A WatchFindings subscriber fell too far behind; what it missed is on the sessions.
     #[error("watcher fell behind and missed {0} findings; read them with GetSession")]
     Lagged(u64),
+    /// The server is stopping; long-lived streams end with this so the drain can finish.
+    #[error("server is shutting down")]
+    ShuttingDown,
     /// A fault inside the server (a worker task died); never carries request content.
     #[error("internal: {0}")]
     Internal(String),
@@ -44,6 +47,7 @@ impl From<ApiError> for Status {
             ApiError::NotFound(_) => Status::not_found(msg),
             ApiError::Conflict(_) => Status::failed_precondition(msg),
             ApiError::Lagged(_) => Status::data_loss(msg),
+            ApiError::ShuttingDown => Status::unavailable(msg),
             ApiError::Internal(_) => Status::internal(msg),
         }
     }

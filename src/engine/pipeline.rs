@@ -61,17 +61,13 @@ impl Runtime {
 }
 
 /// Per-call switches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Count a RETRY against the step's attempts (off for candidates, which are counted
-    /// once for the whole set).
-    pub count_retry: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options { count_retry: true }
-    }
+    /// Set when deciding one of a set of candidates (FilterCandidates). The set is one
+    /// regeneration, not several calls, so the caller counts the retry and applies effects
+    /// once for the set, no rate-limit token is taken, and the session's late findings,
+    /// taken once by the caller, apply to every candidate.
+    pub candidate_of: Option<Arc<Vec<Finding>>>,
 }
 
 /// Decides one event. Returns the event too, so the caller can log and trace it.
@@ -99,9 +95,7 @@ pub async fn decide(
 
     // 3. Session state that applies to this event: strikes, late verdicts, rate limits, and
     //    a human's answer to an earlier pause.
-    if stateful {
-        session_hits(&event, policy, rt, &snap, &mut d.hits);
-    }
+    session_hits(&event, policy, rt, &snap, &opts, &mut d.hits);
     let approval = redeem(&event, rt, &mut d.hits);
 
     // 4. Route by tier, then deep rules for as long as the tier allows.
@@ -109,7 +103,7 @@ pub async fn decide(
     let deep = deep_stage(&event, policy, rt, &mut d, tier, forced).await;
 
     // 5. An approval lets through what was paused, never what is stopped.
-    if let Some(p) = approval {
+    if let Some(p) = &approval {
         d.hits.retain(|h| h.action != Action::Pause);
         let note = if p.note.is_empty() {
             String::new()
@@ -129,7 +123,7 @@ pub async fn decide(
 
     // 6. Merge, then count a RETRY against the step's attempts; past the limit it escalates.
     settle(&mut d, &event, policy, 1);
-    if opts.count_retry && stateful && would_be(&d) == Action::Retry {
+    if opts.candidate_of.is_none() && stateful && would_be(&d) == Action::Retry {
         let attempt = rt
             .sessions
             .next_attempt(&sid, &event.context.step_id, &call_key(&event));
@@ -141,13 +135,23 @@ pub async fn decide(
         }
     }
 
-    // 7. A PAUSE waits in the store for a human; repeating the call gives the same id.
-    if d.enforced && d.action == Action::Pause {
+    // The approval is spent only by a call that passes.
+    if let Some(p) = &approval
+        && !matches!(would_be(&d), Action::Allow | Action::Redact)
+    {
+        rt.sessions.restore_approval(&p.id);
+    }
+
+    // 7. A paused tool call waits in the store for a human; repeating it gives the same
+    //    id. Other events (and shadow mode) carry no id: nothing could redeem it.
+    if d.enforced && d.action == Action::Pause && event.kind == EventKind::ToolCallStart {
         register_pause(&event, policy, rt, &mut d);
+    } else if let Some(p) = d.pause.as_mut() {
+        p.pause_id.clear();
     }
 
     // 8. Session effects.
-    if stateful {
+    if stateful && opts.candidate_of.is_none() {
         let used_high =
             event.kind == EventKind::ToolCallStart && tier.is_some_and(|t| t >= RiskLevel::High);
         rt.sessions.apply_effects(
@@ -206,11 +210,14 @@ fn session_hits(
     policy: &Policy,
     rt: &Runtime,
     snap: &Snapshot,
+    opts: &Options,
     hits: &mut Vec<RuleHit>,
 ) {
     let sid = &event.context.session_id;
     let limit = policy.sessions.strike_limit;
-    if limit > 0 && snap.strikes >= limit {
+    // A call without a session has no strikes or findings, but tenant and global rate
+    // limits still apply to it.
+    if !sid.is_empty() && limit > 0 && snap.strikes >= limit {
         hits.push(
             RuleHit::new(
                 STRIKE_LIMIT_RULE,
@@ -224,21 +231,15 @@ fn session_hits(
             .tagged("session"),
         );
     }
-    for f in rt.sessions.take_late_findings(sid) {
-        let mut h = RuleHit::new(
-            &f.rule_id,
-            f.action,
-            f.risk_level,
-            format!(
-                "late verdict on an earlier event of this session (step `{}`, decision {}): {}",
-                f.step_id, f.decision_id, f.explanation
-            ),
-        )
-        .tagged("late_finding");
-        if !f.guidance.is_empty() {
-            h.guidance = Some(f.guidance.clone());
+    match &opts.candidate_of {
+        Some(late) => hits.extend(late.iter().map(late_hit)),
+        None if !sid.is_empty() => {
+            hits.extend(rt.sessions.take_late_findings(sid).iter().map(late_hit))
         }
-        hits.push(h);
+        None => {}
+    }
+    if opts.candidate_of.is_some() {
+        return;
     }
     if event.kind == EventKind::ToolCallStart {
         for limit in policy
@@ -262,6 +263,23 @@ fn session_hits(
             }
         }
     }
+}
+
+fn late_hit(f: &Finding) -> RuleHit {
+    let mut h = RuleHit::new(
+        &f.rule_id,
+        f.action,
+        f.risk_level,
+        format!(
+            "late verdict on an earlier event of this session (step `{}`, decision {}): {}",
+            f.step_id, f.decision_id, f.explanation
+        ),
+    )
+    .tagged("late_finding");
+    if !f.guidance.is_empty() {
+        h.guidance = Some(f.guidance.clone());
+    }
+    h
 }
 
 /// A resubmitted call's `pause_id`: approved pauses are returned (and used up); denied and
@@ -798,3 +816,6 @@ pub fn regenerate(
     };
     (spec, escalation)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
 mod cli;
 mod common;
+mod deep;
 mod grpc;
 mod observability;
 mod reload;
