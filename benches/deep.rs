@@ -105,7 +105,7 @@ fn bench(c: &mut Criterion) {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&(n as u64).to_le_bytes());
             let submitted =
-                rt.pool
+                rt.pool()
                     .submit(Arc::new(SlowService), input.clone(), key, Box::new(|_| {}));
             if matches!(submitted, Submitted::Queued(_)) {
                 queued += 1;
@@ -115,9 +115,9 @@ fn bench(c: &mut Criterion) {
         }
     });
     assert!(
-        rt.pool.depth() as usize >= policy.async_cfg.queue_capacity as usize - 1,
+        rt.pool().depth() as usize >= policy.async_cfg.queue_capacity as usize - 1,
         "pool not saturated: depth {} after {queued} queued",
-        rt.pool.depth()
+        rt.pool().depth()
     );
 
     g.bench_function("pool_saturated", |b| {

@@ -13,7 +13,6 @@ use crate::engine::CallMeta;
 use crate::engine::pipeline::{Options, Runtime, decide};
 use crate::event::{Context, Event, EventKind, Message, PlannedAction};
 use crate::policy::Policy;
-use crate::session::SessionStore;
 
 /// An event as written by hand or by a framework: `event_type` plus the fields that kind
 /// uses. `arguments` may be a JSON value or `arguments_json` a JSON string.
@@ -354,12 +353,7 @@ pub async fn run(files: &[PathBuf], policy: &Arc<Policy>, rt: &Runtime) -> Repor
                     continue;
                 }
             };
-            let fresh = Runtime {
-                sessions: Arc::new(SessionStore::new()),
-                pool: rt.pool.clone(),
-                metrics: None,
-                offline: rt.offline,
-            };
+            let fresh = rt.with_fresh_sessions();
             let (_, d) = decide(
                 event,
                 policy,

@@ -97,6 +97,10 @@ impl DeepPool {
         self.capacity
     }
 
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
     /// Queues one job without waiting. `cache_key` must cover the policy version, the rule
     /// and everything in `input`.
     pub fn submit(

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 use std::sync::LazyLock;
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, SystemTime};
 
 use regex::Regex;
@@ -37,10 +39,12 @@ const BLOCKING_BYTES: usize = 64 * 1024;
 /// What decisions share across calls: the session store and the deep-rule pool.
 pub struct Runtime {
     pub sessions: Arc<SessionStore>,
-    pub pool: Arc<DeepPool>,
+    /// Swapped for a new pool when a reloaded policy sizes it differently; jobs already
+    /// queued on the old one finish there.
+    pool: ArcSwap<DeepPool>,
     pub metrics: Option<Arc<Metrics>>,
-    /// `check` and `test`: wait for every deep rule up to its own budget, so an offline
-    /// answer does not depend on machine load.
+    /// `check` and `test`: tiers that wait, wait for the answer (up to each rule's own
+    /// budget), so an offline answer does not depend on machine load.
     pub offline: bool,
 }
 
@@ -49,15 +53,47 @@ impl Runtime {
     pub fn start(policy: &Policy, metrics: Option<Arc<Metrics>>, offline: bool) -> Runtime {
         Runtime {
             sessions: Arc::new(SessionStore::new()),
-            pool: DeepPool::start(
-                policy.async_cfg.workers as usize,
-                policy.async_cfg.queue_capacity as usize,
-                metrics.clone(),
-            ),
+            pool: ArcSwap::new(start_pool(policy, metrics.clone())),
             metrics,
             offline,
         }
     }
+
+    /// The same pool with empty session state (scenario cases stay independent).
+    pub fn with_fresh_sessions(&self) -> Runtime {
+        Runtime {
+            sessions: Arc::new(SessionStore::new()),
+            pool: ArcSwap::new(self.pool()),
+            metrics: self.metrics.clone(),
+            offline: self.offline,
+        }
+    }
+
+    pub fn pool(&self) -> Arc<DeepPool> {
+        self.pool.load_full()
+    }
+
+    /// The pool sized as `policy` says, started afresh after a reload changed the size.
+    fn pool_for(&self, policy: &Policy) -> Arc<DeepPool> {
+        let cur = self.pool.load_full();
+        if cur.workers() == policy.async_cfg.workers as usize
+            && cur.capacity() == policy.async_cfg.queue_capacity as usize
+        {
+            return cur;
+        }
+        let fresh = start_pool(policy, self.metrics.clone());
+        // Two calls may race here; one pool wins and the other is dropped unused.
+        self.pool.compare_and_swap(&cur, fresh);
+        self.pool.load_full()
+    }
+}
+
+fn start_pool(policy: &Policy, metrics: Option<Arc<Metrics>>) -> Arc<DeepPool> {
+    DeepPool::start(
+        policy.async_cfg.workers as usize,
+        policy.async_cfg.queue_capacity as usize,
+        metrics,
+    )
 }
 
 /// Per-call switches.
@@ -426,6 +462,7 @@ async fn deep_stage(
         decision_id: d.decision_id.clone(),
     };
 
+    let pool = rt.pool_for(policy);
     let mut waiting = Vec::new();
     for spec in specs {
         let key = cache_key(policy, spec, &input);
@@ -433,7 +470,7 @@ async fn deep_stage(
             let (store, spec, base) = (rt.sessions.clone(), spec.clone(), base.clone());
             Box::new(move |r: JobResult| store.record_finding(finding(&base, &spec, &r, true)))
         };
-        match rt.pool.submit(spec.rule.clone(), input.clone(), key, late) {
+        match pool.submit(spec.rule.clone(), input.clone(), key, late) {
             Submitted::Cached(v) => {
                 sum.awaited += 1;
                 judged(rt, &base, spec, Ok(v), fail, d, &mut sum);
@@ -442,7 +479,7 @@ async fn deep_stage(
                 let reason = format!(
                     "deep rule `{}` was not run: the deep-rule queue is full ({} jobs); {}",
                     spec.id,
-                    rt.pool.capacity(),
+                    pool.capacity(),
                     fail_words(fail)
                 );
                 d.hits.push(

@@ -531,7 +531,7 @@ async fn panicking_rule_is_a_deep_error_and_the_pool_keeps_working() {
     assert_eq!(d.action, Action::Retry, "{:?}", ids(&d));
     assert!(has_hit(&d, "verifier"));
     assert_eq!(fixed.calls(), 1);
-    assert_eq!(rt.pool.depth(), 0);
+    assert_eq!(rt.pool().depth(), 0);
 }
 
 // ---- load ----
@@ -545,7 +545,7 @@ async fn flood_is_bounded_by_the_queue_and_fails_closed() {
         vec![spec("slow-rule", slow)],
     );
     let rt = Arc::new(Runtime::start(&p, None, false));
-    assert_eq!(rt.pool.capacity(), 4);
+    assert_eq!(rt.pool().capacity(), 4);
 
     let max_depth = Arc::new(AtomicI64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -553,7 +553,7 @@ async fn flood_is_bounded_by_the_queue_and_fails_closed() {
         let (rt, max_depth, done) = (rt.clone(), max_depth.clone(), done.clone());
         tokio::spawn(async move {
             while !done.load(Ordering::SeqCst) {
-                max_depth.fetch_max(rt.pool.depth(), Ordering::SeqCst);
+                max_depth.fetch_max(rt.pool().depth(), Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
@@ -568,7 +568,7 @@ async fn flood_is_bounded_by_the_queue_and_fails_closed() {
     }
     let mut decisions = Vec::new();
     while let Some(d) = set.join_next().await {
-        max_depth.fetch_max(rt.pool.depth(), Ordering::SeqCst);
+        max_depth.fetch_max(rt.pool().depth(), Ordering::SeqCst);
         decisions.push(d.unwrap());
     }
     done.store(true, Ordering::SeqCst);
@@ -617,7 +617,7 @@ async fn slow_deep_rules_do_not_slow_the_fast_path_of_other_calls() {
     // the worker takes the first before the queue fills.
     let mut set = JoinSet::new();
     for i in 0..20 {
-        if rt.pool.depth() == 4 {
+        if rt.pool().depth() == 4 {
             break;
         }
         let (p, rt) = (p.clone(), rt.clone());
@@ -626,7 +626,7 @@ async fn slow_deep_rules_do_not_slow_the_fast_path_of_other_calls() {
             tokio::task::yield_now().await;
         }
     }
-    assert_eq!(rt.pool.depth(), 4, "the pool is saturated");
+    assert_eq!(rt.pool().depth(), 4, "the pool is saturated");
 
     for tool in ["b.read", "high.b.write"] {
         let t0 = Instant::now();
@@ -638,7 +638,7 @@ async fn slow_deep_rules_do_not_slow_the_fast_path_of_other_calls() {
         assert_eq!(d.deep_pending, 0);
     }
     assert_eq!(
-        rt.pool.depth(),
+        rt.pool().depth(),
         4,
         "still saturated while the fast calls ran"
     );
@@ -1087,4 +1087,26 @@ async fn approval_is_not_used_up_by_a_call_that_was_stopped() {
     let d = run(resubmit(drop_table("users"), &id), &p, &rt).await;
     assert_eq!(d.action, Action::Allow, "{:?}", ids(&d));
     assert!(has_hit(&d, APPROVED_RULE));
+}
+
+#[tokio::test]
+async fn a_reloaded_policy_with_another_pool_size_gets_a_new_pool() {
+    let before = policy(
+        "  async: { workers: 4, queue_capacity: 16 }",
+        "",
+        vec![spec("fixed", Fixed::new(pass()))],
+    );
+    let rt = Runtime::start(&before, None, false);
+    assert_eq!((rt.pool().workers(), rt.pool().capacity()), (4, 16));
+    run(call("s", "m.tool", json!({"a": 1})), &before, &rt).await;
+    assert_eq!(rt.pool().workers(), 4, "same size: the pool is kept");
+
+    let after = policy(
+        "  async: { workers: 2, queue_capacity: 8 }",
+        "",
+        vec![spec("fixed", Fixed::new(block()))],
+    );
+    let d = run(call("s", "m.tool", json!({"a": 2})), &after, &rt).await;
+    assert_eq!((rt.pool().workers(), rt.pool().capacity()), (2, 8));
+    assert_eq!(d.action, Action::Retry, "the new pool serves the call");
 }
