@@ -104,9 +104,13 @@ fn bench(c: &mut Criterion) {
         for n in 0..capacity + 16 {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&(n as u64).to_le_bytes());
-            let submitted =
-                rt.pool()
-                    .submit(Arc::new(SlowService), input.clone(), key, Box::new(|_| {}));
+            let submitted = rt.pool().submit(
+                Arc::new(SlowService),
+                input.clone(),
+                key,
+                Box::new(|_| {}),
+                None,
+            );
             if matches!(submitted, Submitted::Queued(_)) {
                 queued += 1;
             }

@@ -485,11 +485,10 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .build_v1alpha()
         .context("cannot build gRPC reflection (v1alpha)")?;
 
-    let runtime = Arc::new(Runtime::start(
-        &store.load(),
-        Some(telemetry.metrics.clone()),
-        false,
-    ));
+    let runtime = Arc::new(
+        Runtime::start(&store.load(), Some(telemetry.metrics.clone()), false)
+            .with_tracing(telemetry.tracing.clone()),
+    );
     let guard = GuardServiceServer::new(Guard::new(
         store.clone(),
         telemetry.clone(),

@@ -24,6 +24,9 @@ const NO_EXPLANATION: &str = "High risk detected (risk score exceeded threshold)
 pub struct CallMeta {
     /// W3C trace id of the caller's span, when it sent one.
     pub trace_id: String,
+    /// The decision's own span, opened when the call started; deep-rule spans are its
+    /// children. `None` when tracing is off.
+    pub span: Option<opentelemetry::trace::SpanContext>,
 }
 
 /// Evaluates one event against one policy snapshot. Pure: same event and policy give the

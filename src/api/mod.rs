@@ -63,9 +63,18 @@ impl Guard {
     ) -> Result<proto::Decision, Status> {
         let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
         tokio::spawn(async move {
-            let (event, d) =
+            // Opened now so the call's deep-rule spans can be its children.
+            let open = telemetry.tracing.begin(&parent, start.wall);
+            let meta = CallMeta {
+                span: open.as_ref().map(|o| o.context()),
+                ..meta
+            };
+            let (event, mut d) =
                 pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            record(&telemetry, event, d, &policy, start, &parent).0
+            let span_id = telemetry.finish_trace(open, &event, &mut d, &policy);
+            let wire = convert::decision(&d);
+            telemetry.record(event, d, &policy, start, span_id);
+            wire
         })
         .await
         .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
@@ -91,6 +100,7 @@ fn call_meta<T>(req: &Request<T>) -> (opentelemetry::Context, CallMeta) {
     let parent = trace::parent_from_metadata(req.metadata());
     let meta = CallMeta {
         trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
+        span: None,
     };
     (parent, meta)
 }

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -23,12 +24,17 @@ pub type JobResult = Result<Verdict, DeepError>;
 /// Called with the result when the decision that asked for it has stopped waiting.
 pub type LateSink = Box<dyn FnOnce(JobResult) + Send>;
 
+/// Called when a job ends, with its outcome (`ok`, `timeout`, `error`) and when it started
+/// running: the job's trace span.
+pub type FinishHook = Box<dyn FnOnce(&'static str, SystemTime) + Send>;
+
 struct Job {
     rule: Arc<dyn DeepRule>,
     input: Arc<DeepInput>,
     cache_key: [u8; 32],
     reply: oneshot::Sender<JobResult>,
     late: LateSink,
+    finished: Option<FinishHook>,
 }
 
 /// How a submission went.
@@ -109,6 +115,7 @@ impl DeepPool {
         input: Arc<DeepInput>,
         cache_key: [u8; 32],
         late: LateSink,
+        finished: Option<FinishHook>,
     ) -> Submitted {
         if let Some(v) = self.cached(&cache_key) {
             self.count(rule.id(), "cached");
@@ -122,6 +129,7 @@ impl DeepPool {
             cache_key,
             reply,
             late,
+            finished,
         };
         // Counted before the send so a worker that takes the job at once never sees the
         // depth go below zero.
@@ -175,6 +183,7 @@ async fn worker(
         if let Some(m) = &metrics {
             m.set_deep_queue_depth(d);
         }
+        let started = SystemTime::now();
         let result = run(job.rule.clone(), job.input.clone()).await;
         let outcome = match &result {
             Ok(_) => "ok",
@@ -183,6 +192,9 @@ async fn worker(
         };
         if let Some(m) = &metrics {
             m.deep_job(job.rule.id(), outcome);
+        }
+        if let Some(f) = job.finished {
+            f(outcome, started);
         }
         if let Ok(v) = &result
             && let Ok(mut c) = cache.lock()

@@ -15,12 +15,13 @@ use tokio::time::Instant;
 
 use super::{CallMeta, evaluate, safe_goal, settle};
 use crate::decision::{Action, Decision, RiskLevel, RuleHit};
-use crate::deep::pool::{DeepPool, JobResult, MAX_INPUT_BYTES, Submitted};
+use crate::deep::pool::{DeepPool, FinishHook, JobResult, MAX_INPUT_BYTES, Submitted};
 use crate::deep::{DeepError, DeepInput, DeepRuleSpec, Verdict, VerdictKind};
 use crate::event::{Event, EventKind};
 use crate::policy::Policy;
 use crate::session::{Finding, Redeemed, SessionStore, Snapshot};
 use crate::telemetry::metrics::Metrics;
+use crate::telemetry::trace::Tracing;
 
 pub const STRIKE_LIMIT_RULE: &str = "strike_limit";
 pub const APPROVED_RULE: &str = "approved";
@@ -43,6 +44,8 @@ pub struct Runtime {
     /// queued on the old one finish there.
     pool: ArcSwap<DeepPool>,
     pub metrics: Option<Arc<Metrics>>,
+    /// Deep-rule jobs become spans under their decision's span when tracing is on.
+    pub tracing: Option<Tracing>,
     /// `check` and `test`: tiers that wait, wait for the answer (up to each rule's own
     /// budget), so an offline answer does not depend on machine load.
     pub offline: bool,
@@ -55,8 +58,14 @@ impl Runtime {
             sessions: Arc::new(SessionStore::new()),
             pool: ArcSwap::new(start_pool(policy, metrics.clone())),
             metrics,
+            tracing: None,
             offline,
         }
+    }
+
+    pub fn with_tracing(mut self, tracing: Tracing) -> Runtime {
+        self.tracing = tracing.enabled().then_some(tracing);
+        self
     }
 
     /// The same pool with empty session state (scenario cases stay independent).
@@ -65,6 +74,7 @@ impl Runtime {
             sessions: Arc::new(SessionStore::new()),
             pool: ArcSwap::new(self.pool()),
             metrics: self.metrics.clone(),
+            tracing: self.tracing.clone(),
             offline: self.offline,
         }
     }
@@ -136,7 +146,7 @@ pub async fn decide(
 
     // 4. Route by tier, then deep rules for as long as the tier allows.
     let (tier, forced) = route(&event, policy, &snap);
-    let deep = deep_stage(&event, policy, rt, &mut d, tier, forced).await;
+    let deep = deep_stage(&event, policy, rt, meta, &mut d, tier, forced).await;
 
     // 5. An approval lets through what was paused, never what is stopped.
     if let Some(p) = &approval {
@@ -421,6 +431,7 @@ async fn deep_stage(
     event: &Event,
     policy: &Policy,
     rt: &Runtime,
+    meta: &CallMeta,
     d: &mut Decision,
     tier: Option<RiskLevel>,
     forced: bool,
@@ -470,7 +481,8 @@ async fn deep_stage(
             let (store, spec, base) = (rt.sessions.clone(), spec.clone(), base.clone());
             Box::new(move |r: JobResult| store.record_finding(finding(&base, &spec, &r, true)))
         };
-        match pool.submit(spec.rule.clone(), input.clone(), key, late) {
+        let finished = job_span(rt, meta, spec, &d.decision_id);
+        match pool.submit(spec.rule.clone(), input.clone(), key, late, finished) {
             Submitted::Cached(v) => {
                 sum.awaited += 1;
                 judged(rt, &base, spec, Ok(v), fail, d, &mut sum);
@@ -533,6 +545,29 @@ async fn deep_stage(
         );
     }
     sum
+}
+
+/// The hook that records a job's span under the decision's span, when tracing is on.
+fn job_span(
+    rt: &Runtime,
+    meta: &CallMeta,
+    spec: &DeepRuleSpec,
+    decision_id: &str,
+) -> Option<FinishHook> {
+    let tracing = rt.tracing.clone()?;
+    let parent = meta.span.clone()?;
+    let (rule, decision_id, queued) = (spec.id.clone(), decision_id.to_string(), SystemTime::now());
+    Some(Box::new(move |outcome, started| {
+        tracing.deep_span(
+            &parent,
+            &rule,
+            outcome,
+            &decision_id,
+            queued,
+            started,
+            SystemTime::now(),
+        );
+    }))
 }
 
 fn fail_words(fail: Action) -> &'static str {

@@ -58,25 +58,26 @@ impl Telemetry {
         start: CallStart,
         parent: &opentelemetry::Context,
     ) -> String {
-        let span = self.tracing.decision_span(
-            d,
-            trace::SpanInput {
-                parent,
-                event,
-                policy,
-                start: start.wall,
-                end: SystemTime::now(),
-            },
-        );
-        match span {
-            Some((trace_id, span_id)) => {
-                if d.trace_id.is_empty() {
-                    d.trace_id = trace_id;
-                }
-                span_id
-            }
-            None => String::new(),
+        let open = self.tracing.begin(parent, start.wall);
+        self.finish_trace(open, event, d, policy)
+    }
+
+    /// Ends a decision span opened at the start of the call (see `Tracing::begin`).
+    pub fn finish_trace(
+        &self,
+        open: Option<trace::OpenSpan>,
+        event: &Event,
+        d: &mut Decision,
+        policy: &Policy,
+    ) -> String {
+        let Some(open) = open else {
+            return String::new();
+        };
+        let (trace_id, span_id) = trace::finish(open, d, event, policy, SystemTime::now());
+        if d.trace_id.is_empty() {
+            d.trace_id = trace_id;
         }
+        span_id
     }
 
     /// Counts the decision and hands it to the log writer, which builds the line on its own

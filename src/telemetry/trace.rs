@@ -49,8 +49,21 @@ impl TraceConfig {
 #[error("cannot start the OTLP trace exporter: {0}")]
 pub struct TraceError(String);
 
+#[derive(Clone)]
 pub struct Tracing {
     provider: Option<SdkTracerProvider>,
+}
+
+/// A decision span opened when the call starts, so the deep-rule spans of the call can be
+/// its children; attributes are set when the decision is known.
+pub struct OpenSpan {
+    span: opentelemetry_sdk::trace::Span,
+}
+
+impl OpenSpan {
+    pub fn context(&self) -> opentelemetry::trace::SpanContext {
+        self.span.span_context().clone()
+    }
 }
 
 /// Reads `traceparent`/`tracestate` from gRPC metadata.
@@ -132,64 +145,60 @@ impl Tracing {
         self.provider.is_some()
     }
 
-    /// Records the decision span and returns its (trace id, span id) as hex, or `None` when
-    /// tracing is off. Attributes name rules and actions, never matched text.
-    pub fn decision_span(&self, d: &Decision, input: SpanInput<'_>) -> Option<(String, String)> {
+    /// Opens a decision span, a child of the caller's span; `None` when tracing is off.
+    pub fn begin(&self, parent: &Context, start: SystemTime) -> Option<OpenSpan> {
         let provider = self.provider.as_ref()?;
         let tracer = provider.tracer("toolgate");
-        let e = input.event;
-        let tier = match e.kind {
-            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
-                input.policy.tiers.tier(&e.tool_name).as_str()
-            }
-            _ => "",
-        };
-        let rule_ids: Vec<&str> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
-        let operation = match e.kind {
-            crate::event::EventKind::LlmBefore | crate::event::EventKind::LlmStreamChunk => "chat",
-            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
-                "execute_tool"
-            }
-        };
-        let mut attrs = vec![
-            KeyValue::new("toolgate.event", e.kind.as_str()),
-            KeyValue::new("gen_ai.operation.name", operation),
-            KeyValue::new("toolgate.session.id", e.context.session_id.clone()),
-            KeyValue::new("toolgate.action", d.action.as_str()),
-            KeyValue::new("toolgate.enforced", d.enforced),
-            KeyValue::new("toolgate.rule_ids", rule_ids.join(",")),
-            KeyValue::new("toolgate.policy.version", d.policy_version.clone()),
-            KeyValue::new("toolgate.latency_us", d.latency_us as i64),
-            KeyValue::new("toolgate.decision.id", d.decision_id.clone()),
-        ];
-        if !e.tool_name.is_empty() {
-            attrs.push(KeyValue::new("gen_ai.tool.name", e.tool_name.clone()));
-        }
-        if !tier.is_empty() {
-            attrs.push(KeyValue::new("toolgate.tier", tier));
-        }
-        if let Some(a) = d.shadow_action {
-            attrs.push(KeyValue::new("toolgate.shadow_action", a.as_str()));
-        }
-        let mut span = tracer
+        let span = tracer
             .span_builder("toolgate.evaluate")
             .with_kind(SpanKind::Internal)
-            .with_start_time(input.start)
-            .with_attributes(attrs)
-            .start_with_context(&tracer, input.parent);
-        for h in &d.hits {
-            span.add_event(
-                "rule_hit",
-                vec![
-                    KeyValue::new("rule.id", h.rule_id.clone()),
-                    KeyValue::new("rule.action", h.action.as_str()),
-                    KeyValue::new("rule.level", h.risk_level.as_str()),
-                ],
-            );
-        }
-        let cx = span.span_context().clone();
-        span.end_with_timestamp(input.end);
-        Some((cx.trace_id().to_string(), cx.span_id().to_string()))
+            .with_start_time(start)
+            .start_with_context(&tracer, parent);
+        Some(OpenSpan { span })
+    }
+
+    /// Records the decision span in one go and returns its (trace id, span id) as hex, or
+    /// `None` when tracing is off.
+    pub fn decision_span(&self, d: &Decision, input: SpanInput<'_>) -> Option<(String, String)> {
+        let open = self.begin(input.parent, input.start)?;
+        Some(finish(open, d, input.event, input.policy, input.end))
+    }
+
+    /// One deep-rule job, a child of its decision's span: when it was queued, when it ran,
+    /// how it ended. A late verdict's span ends after its decision's, which is what
+    /// happened.
+    #[allow(clippy::too_many_arguments)]
+    pub fn deep_span(
+        &self,
+        decision: &opentelemetry::trace::SpanContext,
+        rule: &str,
+        outcome: &str,
+        decision_id: &str,
+        queued: SystemTime,
+        started: SystemTime,
+        end: SystemTime,
+    ) {
+        let Some(provider) = self.provider.as_ref() else {
+            return;
+        };
+        let tracer = provider.tracer("toolgate");
+        let parent = Context::new().with_remote_span_context(decision.clone());
+        let queue_us = started
+            .duration_since(queued)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+        let mut span = tracer
+            .span_builder("toolgate.deep_rule")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(queued)
+            .with_attributes(vec![
+                KeyValue::new("toolgate.rule.id", rule.to_string()),
+                KeyValue::new("toolgate.deep.outcome", outcome.to_string()),
+                KeyValue::new("toolgate.deep.queue_us", queue_us),
+                KeyValue::new("toolgate.decision.id", decision_id.to_string()),
+            ])
+            .start_with_context(&tracer, &parent);
+        span.end_with_timestamp(end);
     }
 
     /// Flushes queued spans and stops the exporter. Blocks: call from a blocking thread.
@@ -200,6 +209,66 @@ impl Tracing {
             tracing::warn!(error = %e, "trace exporter shutdown");
         }
     }
+}
+
+/// Sets the decision's attributes and one `rule_hit` event per hit (rule, action, level,
+/// never matched text) on an open span, ends it, and returns (trace id, span id) as hex.
+pub fn finish(
+    mut open: OpenSpan,
+    d: &Decision,
+    e: &Event,
+    policy: &Policy,
+    end: SystemTime,
+) -> (String, String) {
+    let tier = match e.kind {
+        crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
+            policy.tiers.tier(&e.tool_name).as_str()
+        }
+        _ => "",
+    };
+    let rule_ids: Vec<&str> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
+    let operation = match e.kind {
+        crate::event::EventKind::LlmBefore | crate::event::EventKind::LlmStreamChunk => "chat",
+        crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
+            "execute_tool"
+        }
+    };
+    let mut attrs = vec![
+        KeyValue::new("toolgate.event", e.kind.as_str()),
+        KeyValue::new("gen_ai.operation.name", operation),
+        KeyValue::new("toolgate.session.id", e.context.session_id.clone()),
+        KeyValue::new("toolgate.action", d.action.as_str()),
+        KeyValue::new("toolgate.enforced", d.enforced),
+        KeyValue::new("toolgate.rule_ids", rule_ids.join(",")),
+        KeyValue::new("toolgate.policy.version", d.policy_version.clone()),
+        KeyValue::new("toolgate.latency_us", d.latency_us as i64),
+        KeyValue::new("toolgate.decision.id", d.decision_id.clone()),
+        KeyValue::new("toolgate.deep.awaited", i64::from(d.deep_awaited)),
+        KeyValue::new("toolgate.deep.pending", i64::from(d.deep_pending)),
+    ];
+    if !e.tool_name.is_empty() {
+        attrs.push(KeyValue::new("gen_ai.tool.name", e.tool_name.clone()));
+    }
+    if !tier.is_empty() {
+        attrs.push(KeyValue::new("toolgate.tier", tier));
+    }
+    if let Some(a) = d.shadow_action {
+        attrs.push(KeyValue::new("toolgate.shadow_action", a.as_str()));
+    }
+    open.span.set_attributes(attrs);
+    for h in &d.hits {
+        open.span.add_event(
+            "rule_hit",
+            vec![
+                KeyValue::new("rule.id", h.rule_id.clone()),
+                KeyValue::new("rule.action", h.action.as_str()),
+                KeyValue::new("rule.level", h.risk_level.as_str()),
+            ],
+        );
+    }
+    let cx = open.span.span_context().clone();
+    open.span.end_with_timestamp(end);
+    (cx.trace_id().to_string(), cx.span_id().to_string())
 }
 
 /// The parent's trace id as hex when the context carries a valid remote span.

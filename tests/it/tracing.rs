@@ -100,13 +100,35 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         .flat_map(|rs| rs.scope_spans.iter())
         .flat_map(|ss| ss.spans.iter())
         .collect();
-    assert_eq!(spans.len(), 2, "{spans:?}");
+    // Two decision spans, and one deep-rule span (the default pack runs
+    // injection-heuristics on tool results) under the first.
+    assert_eq!(spans.len(), 3, "{spans:?}");
     let span = spans
         .iter()
-        .find(|s| hex(&s.trace_id) == "4bf92f3577b34da6a3ce929d0e0e4736")
+        .find(|s| {
+            s.name == "toolgate.evaluate" && hex(&s.trace_id) == "4bf92f3577b34da6a3ce929d0e0e4736"
+        })
         .expect("the child span");
-    assert_eq!(span.name, "toolgate.evaluate");
     assert_eq!(hex(&span.parent_span_id), "00f067aa0ba902b7");
+    let deep = spans
+        .iter()
+        .find(|s| s.name == "toolgate.deep_rule")
+        .expect("the deep-rule span");
+    assert_eq!(hex(&deep.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(
+        deep.parent_span_id, span.span_id,
+        "a child of its decision's span"
+    );
+    let deep_attr = |k: &str| {
+        deep.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .and_then(|a| a.value.as_ref())
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_default()
+    };
+    assert!(deep_attr("toolgate.rule.id").contains("injection-heuristics"));
+    assert!(deep_attr("toolgate.deep.outcome").contains("ok"));
     let attr = |k: &str| -> Option<String> {
         span.attributes.iter().find(|a| a.key == k).and_then(|a| {
             a.value.as_ref().and_then(|v| match &v.value {
