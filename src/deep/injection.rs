@@ -369,7 +369,7 @@ impl Patterns {
             instruction_like: re(r"\b(?:you|your|ignore|disregard|forget|must|always|never|do\s+not|don't|from\s+now\s+on|instructions?|assistant|obey|override|respond|reply)\b")?,
             retraction: re(r"^\s+(?:that\s+|which\s+)?(?:i|we)\s+(?:sent|gave|wrote|shared|posted|e-?mailed|mentioned|left|attached|forwarded)\b|^\s+from\s+(?:me|us)\b")?,
             yaml_key: re(r"^\s*[\w.-]+\s*:(?:\s|$)")?,
-            label: re(r"^(?:output|chunk|result|tool_name|\$[^\s:]*|messages\[\d+\][^\s:]*|plan\[\d+\][^\s:]*)\s*:\s*")?,
+            label: re(r"^(?:output|arguments|chunk|result|tool_name|\$[^\s:]*|messages\[\d+\][^\s:]*|plan\[\d+\][^\s:]*)\s*:\s*")?,
             role_label: re(r"^(?:system|user|assistant|tool|function|developer|human)\s*:\s*")?,
             imperative: re(r"^[\s*>\d.)•-]*(?:please\s+)?(?:you\s+(?:must|should|need\s+to|have\s+to|will|shall|are\s+to|are\s+required\s+to|may\s+not|cannot|can't)|do\s+not|don't|never|always|make\s+sure|ensure|remember\s+to|from\s+now\s+on|under\s+no\s+circumstances|it\s+is\s+(?:critical|essential|imperative|mandatory|vital)\s+that\s+you)\b")?,
             send_imperative: re(r"^[\s*>\d.)•-]*(?:(?:please|now|immediately|also|then|and|first)\s+)*(?:you\s+(?:must|should|need\s+to|have\s+to|will)\s+)?(?:send|forward|upload|post|e-?mail|exfiltrate|transmit|transfer|leak|copy|submit|share)\b")?,
