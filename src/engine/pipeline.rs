@@ -208,7 +208,7 @@ pub async fn decide(
         );
     }
     if let Some(m) = &rt.metrics {
-        m.set_sessions_active(rt.sessions.active() as i64);
+        m.set_sessions(rt.sessions.active() as i64, rt.sessions.evicted());
         if deep.pending > 0 && deep.waited {
             m.deep_wait_timeout();
         }

@@ -33,6 +33,9 @@ pub struct Metrics {
     policy_reloads: IntCounterVec,
     policy_info: IntGaugeVec,
     sessions_active: IntGauge,
+    sessions_evicted: IntCounter,
+    /// The store's eviction total last reported, so the counter grows by the difference.
+    evicted_seen: std::sync::atomic::AtomicU64,
     pauses_pending: IntGauge,
     decision_log_dropped: IntCounter,
 }
@@ -87,6 +90,10 @@ impl Metrics {
             &["pack", "version", "hash"],
         )?;
         let sessions_active = IntGauge::new("toolgate_sessions_active", "Sessions with state")?;
+        let sessions_evicted = IntCounter::new(
+            "toolgate_sessions_evicted_total",
+            "Sessions evicted because the store was at sessions.max_sessions",
+        )?;
         let pauses_pending =
             IntGauge::new("toolgate_pauses_pending", "Pauses waiting for a human")?;
         let decision_log_dropped = IntCounter::new(
@@ -113,6 +120,7 @@ impl Metrics {
         registry.register(Box::new(policy_reloads.clone()))?;
         registry.register(Box::new(policy_info.clone()))?;
         registry.register(Box::new(sessions_active.clone()))?;
+        registry.register(Box::new(sessions_evicted.clone()))?;
         registry.register(Box::new(pauses_pending.clone()))?;
         registry.register(Box::new(decision_log_dropped.clone()))?;
         registry.register(Box::new(build_info))?;
@@ -128,6 +136,8 @@ impl Metrics {
             policy_reloads,
             policy_info,
             sessions_active,
+            sessions_evicted,
+            evicted_seen: std::sync::atomic::AtomicU64::new(0),
             pauses_pending,
             decision_log_dropped,
         })
@@ -188,8 +198,15 @@ impl Metrics {
         self.deep_wait_timeouts.inc();
     }
 
-    pub fn set_sessions_active(&self, n: i64) {
-        self.sessions_active.set(n);
+    /// Sessions held now, and the store's running total of evictions.
+    pub fn set_sessions(&self, active: i64, evicted_total: u64) {
+        self.sessions_active.set(active);
+        let prev = self
+            .evicted_seen
+            .fetch_max(evicted_total, std::sync::atomic::Ordering::Relaxed);
+        if evicted_total > prev {
+            self.sessions_evicted.inc_by(evicted_total - prev);
+        }
     }
 
     pub fn set_pauses_pending(&self, n: i64) {

@@ -149,3 +149,91 @@ fn corpus_passes_through_toolgate_test() {
     );
     assert!(last.ends_with(" 0 failed"), "{last}");
 }
+
+/// `toolgate pauses` against a running server: list the pending pause, approve it, and the
+/// resubmitted call passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pauses_command_lists_and_approves_against_a_running_server() {
+    use super::common::{DecisionOf, client, server, start_req};
+    use toolgate::proto::Action;
+
+    let s = server(None).await;
+    let mut c = client(&s).await;
+    // `delete_user` is critical in the default pack, which needs approval.
+    let req = start_req("delete_user", r#"{"user_id": 42}"#);
+    let d = c.tool_call_start(req.clone()).await.unwrap().decision();
+    assert_eq!(d.action, Action::Pause as i32);
+    let id = d.pause.unwrap().pause_id;
+    assert!(id.starts_with("pause-"), "{id}");
+
+    let addr = format!("http://{}", s.addr);
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || toolgate().args(args).output().unwrap())
+    };
+    let out = run(vec![
+        "pauses".into(),
+        "list".into(),
+        "--server".into(),
+        addr.clone(),
+    ])
+    .await
+    .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        listed.contains(&id) && listed.contains("pending"),
+        "{listed}"
+    );
+    assert!(listed.contains("tool=delete_user"), "{listed}");
+
+    let out = run(vec![
+        "pauses".into(),
+        "approve".into(),
+        id.clone(),
+        "--approver".into(),
+        "alice".into(),
+        "--note".into(),
+        "ticket 4711".into(),
+        "--server".into(),
+        addr.clone(),
+    ])
+    .await
+    .unwrap();
+    let approved = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(approved.contains("approved"), "{approved}");
+
+    let mut again = req.clone();
+    again.pause_id = id.clone();
+    let d = c.tool_call_start(again).await.unwrap().decision();
+    assert_eq!(d.action, Action::Allow as i32, "{:?}", d.hits);
+    assert!(d.hits.iter().any(|h| h.rule_id == "approved"));
+
+    // Approving it twice is refused, with the server's reason and a non-zero exit.
+    let out = run(vec![
+        "pauses".into(),
+        "deny".into(),
+        id,
+        "--approver".into(),
+        "bob".into(),
+        "--server".into(),
+        addr,
+    ])
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already used"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.stop().await.unwrap();
+}
