@@ -85,6 +85,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     admin_listen,
                     decision_log,
                     tracing: TraceConfig::from_env(),
+                    approver_token: std::env::var(crate::api::APPROVER_TOKEN_ENV).ok(),
                 };
                 let server = start(opts).await?;
                 tracing::info!(addr = %server.addr, "toolgate listening");
@@ -262,7 +263,7 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
                 note,
             };
             let r = client
-                .resolve_pause(req)
+                .resolve_pause(with_token(req))
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -280,7 +281,7 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
                 note,
             };
             let r = client
-                .resolve_pause(req)
+                .resolve_pause(with_token(req))
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -288,6 +289,18 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
         }
     };
     write_stdout(&out)
+}
+
+/// Attaches the approver token from the environment, when set.
+fn with_token<T>(msg: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    if let Ok(token) = std::env::var(crate::api::APPROVER_TOKEN_ENV)
+        && let Ok(v) = token.parse()
+    {
+        req.metadata_mut()
+            .insert(crate::api::APPROVER_TOKEN_HEADER, v);
+    }
+    req
 }
 
 /// Runs `f` on a runtime of its own with the deep-rule pool started in offline mode (tiers
@@ -371,6 +384,8 @@ pub struct ServeOptions {
     pub decision_log: Option<Sink>,
     /// OTLP trace export (off when it has no endpoint).
     pub tracing: TraceConfig,
+    /// When set, ResolvePause requires it (`TOOLGATE_APPROVER_TOKEN` for `serve`).
+    pub approver_token: Option<String>,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
@@ -494,6 +509,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         telemetry.clone(),
         runtime,
         shutdown_rx.clone(),
+        opts.approver_token.clone(),
     ))
     // Memory stays bounded: tonic checks the length prefix before reading a body.
     .max_decoding_message_size(max_message)

@@ -4,8 +4,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
-
 use crate::decision::{
     Action, Decision, Effects, PauseSpec, RedactionSpan, RetrySpec, RiskLevel, RuleHit, Status,
     StopSpec, apply_spans, merge_actions, merge_spans, normalize_hits,
@@ -17,6 +15,8 @@ use crate::rules::fast::{CompiledRule, ScanOutcome};
 
 pub const SYNC_TIMEOUT_RULE: &str = "sync_timeout";
 pub const APPROVAL_RULE: &str = "approval-required";
+/// The most of the task goal a corrective message or a deep rule is given.
+const MAX_GOAL_BYTES: usize = 4096;
 const NO_EXPLANATION: &str = "High risk detected (risk score exceeded threshold)";
 
 /// Per-call inputs that are not part of the event itself.
@@ -168,7 +168,7 @@ pub fn settle(d: &mut Decision, event: &Event, policy: &Policy, attempt: u32) {
         Action::Stop => d.stop = Some(stop_spec(&d.hits)),
         Action::Pause => {
             let keep_id = d.pause.take().map(|p| p.pause_id);
-            let mut p = pause_spec(event, &d.hits, policy);
+            let mut p = pause_spec(&d.hits, policy);
             if let Some(id) = keep_id {
                 p.pause_id = id;
             }
@@ -315,9 +315,17 @@ pub fn corrective_message(task_goal: &str, threats: &[String], guidance: &[Strin
 /// is not itself a scanned field, so it goes through the same rules as a user message and
 /// only its redacted form is used.
 pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
-    let goal = event.context.task_goal.trim();
+    let mut goal = event.context.task_goal.trim();
     if goal.is_empty() {
         return String::new();
+    }
+    // A goal is a sentence or two; a long one is cut so quoting it stays cheap and bounded.
+    if goal.len() > MAX_GOAL_BYTES {
+        let mut cut = MAX_GOAL_BYTES;
+        while !goal.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        goal = &goal[..cut];
     }
     let mut probe = Event::new(EventKind::LlmBefore, Default::default());
     probe.messages.push(Message {
@@ -325,6 +333,10 @@ pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
         content: goal.to_string(),
     });
     let d = evaluate(&probe, policy, &CallMeta::default());
+    if d.hits.iter().any(|h| h.rule_id == SYNC_TIMEOUT_RULE) {
+        // Not scanned to the end, so not known to be free of secrets: not quoted.
+        return "(withheld: the goal could not be checked in time)".into();
+    }
     d.redacted_messages
         .into_iter()
         .next()
@@ -367,19 +379,7 @@ fn stop_spec(hits: &[RuleHit]) -> StopSpec {
     }
 }
 
-fn pause_spec(event: &Event, hits: &[RuleHit], policy: &Policy) -> PauseSpec {
-    // Bound to the exact call: the same session, tool and arguments give the same id, so an
-    // approval cannot be replayed onto different arguments.
-    let mut h = Sha256::new();
-    h.update(event.context.session_id.as_bytes());
-    h.update([0]);
-    h.update(event.tool_name.as_bytes());
-    h.update([0]);
-    if let Some(args) = &event.arguments {
-        h.update(args.to_string().as_bytes());
-    }
-    let digest = h.finalize();
-    let id: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+fn pause_spec(hits: &[RuleHit], policy: &Policy) -> PauseSpec {
     let reason = hits
         .iter()
         .find(|h| h.action == Action::Pause)
@@ -389,8 +389,10 @@ fn pause_spec(event: &Event, hits: &[RuleHit], policy: &Policy) -> PauseSpec {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
+    // The id is given by the session store when the pipeline registers the pause; a pause
+    // nothing can resubmit (other events, shadow mode) has none.
     PauseSpec {
-        pause_id: format!("pause-{id}"),
+        pause_id: String::new(),
         reason,
         expires_at_unix: now.saturating_add(policy.approval_ttl.as_secs() as i64),
     }

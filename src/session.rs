@@ -24,6 +24,8 @@ const MAX_RETRY_KEYS: usize = 256;
 const MAX_PAUSES: usize = 10_000;
 /// Tenant and global rate-limit buckets kept.
 const MAX_SHARED_BUCKETS: usize = 10_000;
+/// Arguments kept on a pause for the human to read.
+const MAX_PAUSE_ARGS_BYTES: usize = 4096;
 /// Resolved and expired pauses stay visible this long, then are swept.
 const PAUSE_GRACE: Duration = Duration::from_secs(3600);
 /// Expired sessions and pauses are swept once per this many events.
@@ -88,6 +90,8 @@ pub struct Pause {
     pub redacted_arguments_json: String,
     /// SHA-256 of the event kind, tool name and arguments.
     pub fingerprint: [u8; 32],
+    /// The rules whose hits made the call pause: an approval lifts exactly these.
+    pub cause: Vec<String>,
     state: PauseState,
     pub created_at: SystemTime,
     pub expires_at: SystemTime,
@@ -117,6 +121,32 @@ pub enum PauseError {
     AlreadyResolved { id: String, state: PauseState },
 }
 
+/// A call to pause: what `SessionStore::pause` needs.
+#[derive(Debug, Clone)]
+pub struct NewPause<'a> {
+    pub session: &'a str,
+    pub step: &'a str,
+    pub tool: &'a str,
+    pub fingerprint: [u8; 32],
+    pub reason: &'a str,
+    pub redacted_arguments_json: &'a str,
+    pub cause: Vec<String>,
+    pub ttl: Duration,
+}
+
+/// At most `max` bytes of `s`, cut on a char boundary and marked when cut: what a pause
+/// keeps for the human, bounded so 10 000 pauses stay small.
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} bytes cut)", &s[..cut], s.len() - cut)
+}
+
 /// What a resubmitted call's `pause_id` amounts to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Redeemed {
@@ -135,20 +165,32 @@ pub enum Redeemed {
 struct Bucket {
     tokens: f64,
     last: Instant,
+    burst: f64,
+    per_second: f64,
 }
 
 impl Bucket {
-    fn full(burst: u32) -> Bucket {
+    fn full(limit: &RateLimit) -> Bucket {
         Bucket {
-            tokens: f64::from(burst),
+            tokens: f64::from(limit.burst),
             last: Instant::now(),
+            burst: f64::from(limit.burst),
+            per_second: limit.per_minute / 60.0,
         }
+    }
+
+    /// A bucket that has refilled completely behaves exactly like a fresh one, so it can be
+    /// dropped without forgiving anyone.
+    fn is_full(&self, now: Instant) -> bool {
+        self.tokens + now.duration_since(self.last).as_secs_f64() * self.per_second >= self.burst
     }
 
     fn take(&mut self, limit: &RateLimit) -> bool {
         let now = Instant::now();
-        let refill = now.duration_since(self.last).as_secs_f64() * limit.per_minute / 60.0;
-        self.tokens = (self.tokens + refill).min(f64::from(limit.burst));
+        self.burst = f64::from(limit.burst);
+        self.per_second = limit.per_minute / 60.0;
+        let refill = now.duration_since(self.last).as_secs_f64() * self.per_second;
+        self.tokens = (self.tokens + refill).min(self.burst);
         self.last = now;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
@@ -201,10 +243,13 @@ pub struct Snapshot {
 pub struct SessionStore {
     sessions: DashMap<String, Session>,
     pauses: DashMap<String, Pause>,
+    /// (session, call fingerprint) → the id of its newest pause.
+    pause_index: DashMap<(String, [u8; 32]), String>,
     shared_buckets: DashMap<(String, String), Bucket>,
     findings: broadcast::Sender<Finding>,
     events: AtomicU64,
     evicted: AtomicU64,
+    evicting: std::sync::atomic::AtomicBool,
 }
 
 impl Default for SessionStore {
@@ -227,10 +272,12 @@ impl SessionStore {
         SessionStore {
             sessions: DashMap::new(),
             pauses: DashMap::new(),
+            pause_index: DashMap::new(),
             shared_buckets: DashMap::new(),
             findings: broadcast::channel(WATCH_BUFFER).0,
             events: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            evicting: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -266,6 +313,15 @@ impl SessionStore {
     /// Removes the least recently seen sessions down to 99% of `max`, so a full map does
     /// not pay a scan on every new session.
     fn evict_oldest(&self, max: u64) {
+        // One caller evicts at a time; the others carry on, the map is briefly over.
+        if self.evicting.swap(true, Ordering::Acquire) {
+            return;
+        }
+        self.evict_oldest_now(max);
+        self.evicting.store(false, Ordering::Release);
+    }
+
+    fn evict_oldest_now(&self, max: u64) {
         let target = (max - max / 100).max(1) as usize;
         let len = self.sessions.len();
         if len <= target {
@@ -295,6 +351,13 @@ impl SessionStore {
                 || p.state() == PauseState::Approved
                 || now.duration_since(done) < PAUSE_GRACE
         });
+        self.prune_pause_index();
+    }
+
+    /// Drops index entries whose pause is gone, so the index is bounded by the pause table.
+    fn prune_pause_index(&self) {
+        self.pause_index
+            .retain(|_, id| self.pauses.contains_key(id.as_str()));
     }
 
     pub fn active(&self) -> usize {
@@ -336,8 +399,13 @@ impl SessionStore {
         };
         let key = (step.to_string(), call.to_string());
         if !s.retries.contains_key(&key) && s.retries.len() >= MAX_RETRY_KEYS {
-            // Steps move forward; the counters of old steps are the ones to drop.
-            s.retries.clear();
+            // Steps move forward; the counters of other steps are the ones to drop.
+            s.retries.retain(|(st, _), _| st == step);
+            if s.retries.len() >= MAX_RETRY_KEYS {
+                // Hundreds of distinct calls retried in one step: treat the step's
+                // attempts as spent rather than forget the counts.
+                return u32::MAX;
+            }
         }
         let n = s.retries.entry(key).or_insert(0);
         *n = n.saturating_add(1);
@@ -352,7 +420,7 @@ impl SessionStore {
                 Some(mut s) => s
                     .buckets
                     .entry(limit.id.clone())
-                    .or_insert_with(|| Bucket::full(limit.burst))
+                    .or_insert_with(|| Bucket::full(limit))
                     .take(limit),
                 None => true,
             },
@@ -365,15 +433,34 @@ impl SessionStore {
                 if !self.shared_buckets.contains_key(&key)
                     && self.shared_buckets.len() >= MAX_SHARED_BUCKETS
                 {
-                    // A fresh bucket is full, so dropping idle ones only forgives callers
-                    // that were quiet long enough to refill anyway.
-                    self.shared_buckets.clear();
+                    self.make_bucket_room();
                 }
                 self.shared_buckets
                     .entry(key)
-                    .or_insert_with(|| Bucket::full(limit.burst))
+                    .or_insert_with(|| Bucket::full(limit))
                     .take(limit)
             }
+        }
+    }
+
+    /// Room for a new tenant bucket: refilled buckets go first (dropping them changes
+    /// nothing); if the table is still full, the least recently used tenant buckets. The
+    /// global buckets (empty key) are never dropped, so tenant churn cannot reset them.
+    fn make_bucket_room(&self) {
+        let now = Instant::now();
+        self.shared_buckets.retain(|_, b| !b.is_full(now));
+        if self.shared_buckets.len() < MAX_SHARED_BUCKETS {
+            return;
+        }
+        let mut ages: Vec<(Instant, (String, String))> = self
+            .shared_buckets
+            .iter()
+            .filter(|e| !e.key().1.is_empty())
+            .map(|e| (e.last, e.key().clone()))
+            .collect();
+        ages.sort_unstable();
+        for (_, key) in ages.into_iter().take(MAX_SHARED_BUCKETS / 100 + 1) {
+            self.shared_buckets.remove(&key);
         }
     }
 
@@ -414,48 +501,40 @@ impl SessionStore {
     }
 
     /// The pending pause for this exact call, or a new one. Repeating a paused call before a
-    /// human answers returns the same pause id.
-    #[allow(clippy::too_many_arguments)]
-    pub fn pause(
-        &self,
-        session: &str,
-        step: &str,
-        tool: &str,
-        fingerprint: [u8; 32],
-        reason: &str,
-        redacted_arguments_json: &str,
-        ttl: Duration,
-    ) -> Pause {
-        // Looked up in the pause table itself, not through the session entry, so a call
-        // without a session, or one whose session idled out, still finds its pause.
-        if let Some(p) = self.pauses.iter().find(|p| {
-            p.session_id == session
-                && p.fingerprint == fingerprint
-                && p.state() == PauseState::Pending
-        }) {
-            return p.clone();
-        }
+    /// human answers returns the same pause id, also when the repeats race.
+    pub fn pause(&self, new: NewPause<'_>) -> Pause {
+        let key = (new.session.to_string(), new.fingerprint);
         if self.pauses.len() >= MAX_PAUSES {
             self.sweep_pauses_for_room();
+        }
+        // The index entry is held while the pause is looked up and created, so two identical
+        // calls at once get one pause. Only the index is locked here, never `pauses` twice.
+        let mut slot = self.pause_index.entry(key).or_default();
+        if let Some(p) = self.pauses.get(slot.as_str())
+            && p.state() == PauseState::Pending
+        {
+            return p.clone();
         }
         let now = SystemTime::now();
         let p = Pause {
             id: new_pause_id(),
-            session_id: session.to_string(),
-            step_id: step.to_string(),
-            tool_name: tool.to_string(),
-            reason: reason.to_string(),
-            redacted_arguments_json: redacted_arguments_json.to_string(),
-            fingerprint,
+            session_id: new.session.to_string(),
+            step_id: clip(new.step, 256),
+            tool_name: clip(new.tool, 256),
+            reason: clip(new.reason, 1024),
+            redacted_arguments_json: clip(new.redacted_arguments_json, MAX_PAUSE_ARGS_BYTES),
+            fingerprint: new.fingerprint,
+            cause: new.cause,
             state: PauseState::Pending,
             created_at: now,
-            expires_at: now + ttl,
-            expires: Instant::now() + ttl,
+            expires_at: now + new.ttl,
+            expires: Instant::now() + new.ttl,
             resolved: None,
             approver: String::new(),
             note: String::new(),
         };
         self.pauses.insert(p.id.clone(), p.clone());
+        *slot = p.id.clone();
         p
     }
 
@@ -463,7 +542,8 @@ impl SessionStore {
     /// oldest pending ones (which then read as unknown, so their calls are judged afresh
     /// and paused again).
     fn sweep_pauses_for_room(&self) {
-        self.pauses.retain(|_, p| p.state() == PauseState::Pending);
+        self.pauses
+            .retain(|_, p| matches!(p.state(), PauseState::Pending | PauseState::Approved));
         if self.pauses.len() >= MAX_PAUSES {
             let mut ages: Vec<(Instant, String)> = self
                 .pauses
@@ -475,6 +555,7 @@ impl SessionStore {
                 self.pauses.remove(&id);
             }
         }
+        self.prune_pause_index();
     }
 
     /// A human's answer. Only a pending pause can be resolved; an expired one stays expired.
@@ -502,8 +583,8 @@ impl SessionStore {
             PauseState::Denied
         };
         p.resolved = Some(Instant::now());
-        p.approver = approver.to_string();
-        p.note = note.to_string();
+        p.approver = clip(approver, 256);
+        p.note = clip(note, 1024);
         Ok(p.clone())
     }
 

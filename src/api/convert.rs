@@ -31,15 +31,30 @@ pub fn check_size(msg: &impl prost::Message, limit: usize) -> Result<usize, ApiE
     Ok(size)
 }
 
-pub fn context(c: Option<proto::EventContext>) -> Context {
+/// Longest session, step and tenant id accepted: they key state kept in memory.
+const MAX_ID_BYTES: usize = 256;
+
+pub fn context(c: Option<proto::EventContext>) -> Result<Context, ApiError> {
     let c = c.unwrap_or_default();
-    Context {
+    for (field, value) in [
+        ("context.session_id", &c.session_id),
+        ("context.step_id", &c.step_id),
+        ("context.tenant", &c.tenant),
+    ] {
+        if value.len() > MAX_ID_BYTES {
+            return Err(ApiError::invalid(
+                field,
+                format!("at most {MAX_ID_BYTES} bytes"),
+            ));
+        }
+    }
+    Ok(Context {
         session_id: c.session_id,
         step_id: c.step_id,
         tenant: c.tenant,
         task_goal: c.task_goal,
         labels: c.labels.into_iter().collect(),
-    }
+    })
 }
 
 fn require_tool(name: &str) -> Result<(), ApiError> {
@@ -51,7 +66,7 @@ fn require_tool(name: &str) -> Result<(), ApiError> {
 
 pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError> {
     require_tool(&r.tool_name)?;
-    let mut e = Event::new(EventKind::ToolCallStart, context(r.context));
+    let mut e = Event::new(EventKind::ToolCallStart, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
     e.tool_name = r.tool_name;
     e.pause_id = r.pause_id;
@@ -60,7 +75,7 @@ pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError
 
 pub fn tool_call_result(r: proto::ToolCallResultRequest) -> Result<Event, ApiError> {
     require_tool(&r.tool_name)?;
-    let mut e = Event::new(EventKind::ToolCallResult, context(r.context));
+    let mut e = Event::new(EventKind::ToolCallResult, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
     e.tool_name = r.tool_name;
     e.output = r.output;
@@ -69,7 +84,7 @@ pub fn tool_call_result(r: proto::ToolCallResultRequest) -> Result<Event, ApiErr
 }
 
 pub fn llm_before(r: proto::LlmBeforeRequest) -> Result<Event, ApiError> {
-    let mut e = Event::new(EventKind::LlmBefore, context(r.context));
+    let mut e = Event::new(EventKind::LlmBefore, context(r.context)?);
     e.messages = r
         .messages
         .into_iter()
@@ -297,7 +312,7 @@ pub fn candidates(r: proto::FilterCandidatesRequest) -> Result<Vec<Event>, ApiEr
             format!("at most {MAX_CANDIDATES} candidates per call"),
         ));
     }
-    let ctx = context(r.context);
+    let ctx = context(r.context)?;
     r.candidates
         .into_iter()
         .enumerate()

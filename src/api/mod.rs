@@ -32,7 +32,15 @@ pub struct Guard {
     runtime: Arc<Runtime>,
     /// Turns true when the server stops: streams that would otherwise never end close.
     shutdown: watch::Receiver<bool>,
+    /// When set, ResolvePause needs it in `x-toolgate-approver-token`: the agent shares
+    /// this gRPC port and must not approve its own pauses.
+    approver_token: Option<Arc<str>>,
 }
+
+/// The metadata key that carries the approver token.
+pub const APPROVER_TOKEN_HEADER: &str = "x-toolgate-approver-token";
+/// The environment variable that sets it, for `serve` and `toolgate pauses`.
+pub const APPROVER_TOKEN_ENV: &str = "TOOLGATE_APPROVER_TOKEN";
 
 impl Guard {
     pub fn new(
@@ -40,12 +48,38 @@ impl Guard {
         telemetry: Arc<Telemetry>,
         runtime: Arc<Runtime>,
         shutdown: watch::Receiver<bool>,
+        approver_token: Option<String>,
     ) -> Guard {
         Guard {
             store,
             telemetry,
             runtime,
             shutdown,
+            approver_token: approver_token.filter(|t| !t.is_empty()).map(Arc::from),
+        }
+    }
+
+    /// Checks the approver token in constant time; passes when none is configured.
+    fn check_approver<T>(&self, req: &Request<T>) -> Result<(), ApiError> {
+        let Some(want) = &self.approver_token else {
+            return Ok(());
+        };
+        let got = req
+            .metadata()
+            .get(APPROVER_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let (a, b) = (want.as_bytes(), got.as_bytes());
+        let diff = a.len() ^ b.len()
+            | a.iter()
+                .zip(b.iter().chain(std::iter::repeat(&0)))
+                .fold(0usize, |acc, (x, y)| acc | usize::from(x ^ y));
+        if diff == 0 {
+            Ok(())
+        } else {
+            Err(ApiError::PermissionDenied(format!(
+                "resolving a pause needs the approver token in `{APPROVER_TOKEN_HEADER}`"
+            )))
         }
     }
 
@@ -201,8 +235,18 @@ impl GuardService for Guard {
                     return;
                 }
                 let start = CallStart::now();
-                let g = guard
-                    .get_or_insert_with(|| StreamGuard::new(convert::context(msg.context.clone())));
+                if guard.is_none() {
+                    match convert::context(msg.context.clone()) {
+                        Ok(ctx) => guard = Some(StreamGuard::new(ctx)),
+                        Err(e) => {
+                            let _ = tx.send(Err(Status::from(e))).await;
+                            return;
+                        }
+                    }
+                }
+                let Some(g) = guard.as_mut() else {
+                    return;
+                };
                 let mut step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
                 let released = g.released_event(&step);
                 let span_id =
@@ -272,6 +316,7 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ResolvePauseRequest>,
     ) -> Result<Response<proto::ResolvePauseResponse>, Status> {
+        self.check_approver(&req)?;
         let r = req.into_inner();
         if r.pause_id.trim().is_empty() {
             return Err(ApiError::invalid("pause_id", "must not be empty").into());

@@ -28,6 +28,9 @@ pub enum ApiError {
     /// A WatchFindings subscriber fell too far behind; what it missed is on the sessions.
     #[error("watcher fell behind and missed {0} findings; read them with GetSession")]
     Lagged(u64),
+    /// The caller may not do this (resolving a pause without the approver token).
+    #[error("{0}")]
+    PermissionDenied(String),
     /// The server is stopping; long-lived streams end with this so the drain can finish.
     #[error("server is shutting down")]
     ShuttingDown,
@@ -47,6 +50,7 @@ impl From<ApiError> for Status {
             ApiError::NotFound(_) => Status::not_found(msg),
             ApiError::Conflict(_) => Status::failed_precondition(msg),
             ApiError::Lagged(_) => Status::data_loss(msg),
+            ApiError::PermissionDenied(_) => Status::permission_denied(msg),
             ApiError::ShuttingDown => Status::unavailable(msg),
             ApiError::Internal(_) => Status::internal(msg),
         }

@@ -55,6 +55,8 @@ pub struct DeepPool {
     metrics: Option<Arc<Metrics>>,
     capacity: usize,
     workers: usize,
+    /// Load time of the policy this pool was sized for.
+    sized_for: SystemTime,
 }
 
 impl std::fmt::Debug for DeepPool {
@@ -69,7 +71,13 @@ impl std::fmt::Debug for DeepPool {
 
 impl DeepPool {
     /// Starts `workers` worker tasks on the current tokio runtime.
-    pub fn start(workers: usize, capacity: usize, metrics: Option<Arc<Metrics>>) -> Arc<DeepPool> {
+    /// `sized_for` is the load time of the policy whose settings these are.
+    pub fn start(
+        workers: usize,
+        capacity: usize,
+        sized_for: SystemTime,
+        metrics: Option<Arc<Metrics>>,
+    ) -> Arc<DeepPool> {
         let workers = workers.max(1);
         let capacity = capacity.max(1);
         let (tx, rx) = mpsc::channel::<Job>(capacity);
@@ -91,7 +99,12 @@ impl DeepPool {
             metrics,
             capacity,
             workers,
+            sized_for,
         })
+    }
+
+    pub fn sized_for(&self) -> SystemTime {
+        self.sized_for
     }
 
     /// Jobs waiting for a worker.

@@ -13,13 +13,13 @@ use regex::Regex;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::{CallMeta, evaluate, safe_goal, settle};
+use super::{APPROVAL_RULE, CallMeta, evaluate, safe_goal, settle};
 use crate::decision::{Action, Decision, RiskLevel, RuleHit};
 use crate::deep::pool::{DeepPool, FinishHook, JobResult, MAX_INPUT_BYTES, Submitted};
 use crate::deep::{DeepError, DeepInput, DeepRuleSpec, Verdict, VerdictKind};
 use crate::event::{Event, EventKind};
 use crate::policy::Policy;
-use crate::session::{Finding, Redeemed, SessionStore, Snapshot};
+use crate::session::{Finding, NewPause, Redeemed, SessionStore, Snapshot};
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::trace::Tracing;
 
@@ -86,9 +86,11 @@ impl Runtime {
     /// The pool sized as `policy` says, started afresh after a reload changed the size.
     fn pool_for(&self, policy: &Policy) -> Arc<DeepPool> {
         let cur = self.pool.load_full();
-        if cur.workers() == policy.async_cfg.workers as usize
-            && cur.capacity() == policy.async_cfg.queue_capacity as usize
-        {
+        let same = cur.workers() == policy.async_cfg.workers as usize
+            && cur.capacity() == policy.async_cfg.queue_capacity as usize;
+        // Calls still on the previous snapshot during a reload keep the current pool, so
+        // old and new snapshots do not start a pool each in turn.
+        if same || policy.loaded_at <= cur.sized_for() {
             return cur;
         }
         let fresh = start_pool(policy, self.metrics.clone());
@@ -102,6 +104,7 @@ fn start_pool(policy: &Policy, metrics: Option<Arc<Metrics>>) -> Arc<DeepPool> {
     DeepPool::start(
         policy.async_cfg.workers as usize,
         policy.async_cfg.queue_capacity as usize,
+        policy.loaded_at,
         metrics,
     )
 }
@@ -148,9 +151,13 @@ pub async fn decide(
     let (tier, forced) = route(&event, policy, &snap);
     let deep = deep_stage(&event, policy, rt, meta, &mut d, tier, forced).await;
 
-    // 5. An approval lets through what was paused, never what is stopped.
+    // 5. An approval lifts the hits that paused the call (and the approval requirement),
+    //    never a STOP and never a new finding the human did not see.
     if let Some(p) = &approval {
-        d.hits.retain(|h| h.action != Action::Pause);
+        d.hits.retain(|h| {
+            h.action == Action::Stop
+                || (h.rule_id != APPROVAL_RULE && !p.cause.contains(&h.rule_id))
+        });
         let note = if p.note.is_empty() {
             String::new()
         } else {
@@ -169,7 +176,12 @@ pub async fn decide(
 
     // 6. Merge, then count a RETRY against the step's attempts; past the limit it escalates.
     settle(&mut d, &event, policy, 1);
-    if opts.candidate_of.is_none() && stateful && would_be(&d) == Action::Retry {
+    // An approved call is not a retry of anything: the human has answered for it.
+    if opts.candidate_of.is_none()
+        && approval.is_none()
+        && stateful
+        && would_be(&d) == Action::Retry
+    {
         let attempt = rt
             .sessions
             .next_attempt(&sid, &event.context.step_id, &call_key(&event));
@@ -190,7 +202,11 @@ pub async fn decide(
 
     // 7. A paused tool call waits in the store for a human; repeating it gives the same
     //    id. Other events (and shadow mode) carry no id: nothing could redeem it.
-    if d.enforced && d.action == Action::Pause && event.kind == EventKind::ToolCallStart {
+    if d.enforced
+        && d.action == Action::Pause
+        && event.kind == EventKind::ToolCallStart
+        && opts.candidate_of.is_none()
+    {
         register_pause(&event, policy, rt, &mut d);
     } else if let Some(p) = d.pause.as_mut() {
         p.pause_id.clear();
@@ -474,12 +490,21 @@ async fn deep_stage(
     };
 
     let pool = rt.pool_for(policy);
+    // A late failure on a tier that waited was already answered by the wait-timeout hit;
+    // on a tier that does not wait, it is the only answer, given to the next event.
+    let late_fail = if wait.is_some_and(|w| w.is_zero()) {
+        fail
+    } else {
+        Action::Allow
+    };
     let mut waiting = Vec::new();
     for spec in specs {
         let key = cache_key(policy, spec, &input);
         let late = {
             let (store, spec, base) = (rt.sessions.clone(), spec.clone(), base.clone());
-            Box::new(move |r: JobResult| store.record_finding(finding(&base, &spec, &r, true)))
+            Box::new(move |r: JobResult| {
+                store.record_finding(finding(&base, &spec, &r, true, late_fail))
+            })
         };
         let finished = job_span(rt, meta, spec, &d.decision_id);
         match pool.submit(spec.rule.clone(), input.clone(), key, late, finished) {
@@ -589,7 +614,7 @@ fn judged(
     sum: &mut DeepSummary,
 ) {
     rt.sessions
-        .record_finding(finding(base, spec, &result, false));
+        .record_finding(finding(base, spec, &result, false, fail));
     match result {
         Ok(v) => match spec.classify(&v) {
             VerdictKind::Block => d
@@ -654,7 +679,15 @@ struct FindingBase {
     decision_id: String,
 }
 
-fn finding(base: &FindingBase, spec: &DeepRuleSpec, r: &JobResult, late: bool) -> Finding {
+/// `fail` is what a failed rule means on this tier; a late failure applies it to the
+/// session's next event, so a tier that does not wait still fails closed when told to.
+fn finding(
+    base: &FindingBase,
+    spec: &DeepRuleSpec,
+    r: &JobResult,
+    late: bool,
+    fail: Action,
+) -> Finding {
     let (verdict, score, explanation, guidance, action) = match r {
         Ok(v) => {
             let kind = spec.classify(v);
@@ -676,7 +709,7 @@ fn finding(base: &FindingBase, spec: &DeepRuleSpec, r: &JobResult, late: bool) -
             0.0,
             format!("the rule failed: {e}"),
             String::new(),
-            Action::Allow,
+            fail,
         ),
     };
     Finding {
@@ -833,15 +866,23 @@ fn register_pause(event: &Event, policy: &Policy, rt: &Runtime, d: &mut Decision
         .clone()
         .or_else(|| event.arguments.as_ref().map(|a| a.to_string()))
         .unwrap_or_default();
-    let p = rt.sessions.pause(
-        &event.context.session_id,
-        &event.context.step_id,
-        &event.tool_name,
-        fingerprint(event),
-        &spec.reason,
-        &args,
-        policy.approval_ttl,
-    );
+    // What an approval lifts: the hits that asked for a human or a retry, never a STOP.
+    let cause = d
+        .hits
+        .iter()
+        .filter(|h| matches!(h.action, Action::Retry | Action::Pause))
+        .map(|h| h.rule_id.clone())
+        .collect();
+    let p = rt.sessions.pause(NewPause {
+        session: &event.context.session_id,
+        step: &event.context.step_id,
+        tool: &event.tool_name,
+        fingerprint: fingerprint(event),
+        reason: &spec.reason,
+        redacted_arguments_json: &args,
+        cause,
+        ttl: policy.approval_ttl,
+    });
     spec.pause_id = p.id.clone();
     spec.expires_at_unix = p
         .expires_at

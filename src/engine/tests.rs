@@ -216,7 +216,7 @@ fn corrective_message_without_explanation_uses_the_default_threat_line() {
 }
 
 #[test]
-fn critical_tier_requires_approval_as_a_pause_bound_to_the_arguments() {
+fn critical_tier_requires_approval_as_a_pause() {
     let p = default_relaxed();
     let a = evaluate(
         &tool_call("crm.delete_user", json!({"id": 7})),
@@ -229,8 +229,11 @@ fn critical_tier_requires_approval_as_a_pause_bound_to_the_arguments() {
         &CallMeta::default(),
     );
     assert_eq!(a.action, Action::Pause);
-    let (pa, pb) = (a.pause.unwrap(), b.pause.unwrap());
-    assert_ne!(pa.pause_id, pb.pause_id);
+    assert_eq!(b.action, Action::Pause);
+    // Ids bound to the exact call are given by the session store (see the pipeline
+    // tests); the stateless engine gives none.
+    let pa = a.pause.unwrap();
+    assert!(pa.pause_id.is_empty());
     assert!(pa.expires_at_unix > 0);
     assert_eq!(a.risk.unwrap().level, RiskLevel::Critical);
 }

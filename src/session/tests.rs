@@ -53,15 +53,16 @@ fn fp(n: u8) -> [u8; 32] {
 }
 
 fn pause(store: &SessionStore, session: &str, fingerprint: [u8; 32]) -> Pause {
-    store.pause(
+    store.pause(NewPause {
         session,
-        "1",
-        "db.drop",
+        step: "1",
+        tool: "db.drop",
         fingerprint,
-        "needs a human",
-        "{\"table\":\"users\"}",
-        TTL,
-    )
+        reason: "needs a human",
+        redacted_arguments_json: "{\"table\":\"users\"}",
+        cause: vec!["approval-required".into()],
+        ttl: TTL,
+    })
 }
 
 // ---- sessions: TTL, eviction, strikes, retry attempts ----
@@ -537,15 +538,16 @@ async fn sweep_drops_idle_sessions_and_old_pauses() {
     let expiring = pause(&store, "idle", fp(1));
     advance(Duration::from_secs(30)).await;
     store.touch("busy", &c);
-    let long_lived = store.pause(
-        "busy",
-        "1",
-        "db.drop",
-        fp(2),
-        "needs a human",
-        "{}",
-        Duration::from_secs(24 * 3600),
-    );
+    let long_lived = store.pause(NewPause {
+        session: "busy",
+        step: "1",
+        tool: "db.drop",
+        fingerprint: fp(2),
+        reason: "needs a human",
+        redacted_arguments_json: "{}",
+        cause: Vec::new(),
+        ttl: Duration::from_secs(24 * 3600),
+    });
 
     advance(Duration::from_secs(31)).await;
     store.sweep(c.ttl);

@@ -150,14 +150,14 @@ fn corpus_passes_through_toolgate_test() {
     assert!(last.ends_with(" 0 failed"), "{last}");
 }
 
-/// `toolgate pauses` against a running server: list the pending pause, approve it, and the
-/// resubmitted call passes.
+/// `toolgate pauses` against a running server that requires the approver token: list the
+/// pending pause, approve it (refused without the token), and the resubmitted call passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pauses_command_lists_and_approves_against_a_running_server() {
-    use super::common::{DecisionOf, client, server, start_req};
+    use super::common::{DecisionOf, client, server_with_token, start_req};
     use toolgate::proto::Action;
 
-    let s = server(None).await;
+    let s = server_with_token(None, Some("s3cret-approver")).await;
     let mut c = client(&s).await;
     // `delete_user` is critical in the default pack, which needs approval.
     let req = start_req("delete_user", r#"{"user_id": 42}"#);
@@ -167,9 +167,17 @@ async fn pauses_command_lists_and_approves_against_a_running_server() {
     assert!(id.starts_with("pause-"), "{id}");
 
     let addr = format!("http://{}", s.addr);
-    let run = |args: Vec<String>| {
-        tokio::task::spawn_blocking(move || toolgate().args(args).output().unwrap())
+    let run_as = |args: Vec<String>, token: Option<&'static str>| {
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = toolgate();
+            cmd.args(args).env_remove("TOOLGATE_APPROVER_TOKEN");
+            if let Some(t) = token {
+                cmd.env("TOOLGATE_APPROVER_TOKEN", t);
+            }
+            cmd.output().unwrap()
+        })
     };
+    let run = |args: Vec<String>| run_as(args, Some("s3cret-approver"));
     let out = run(vec![
         "pauses".into(),
         "list".into(),
@@ -189,6 +197,21 @@ async fn pauses_command_lists_and_approves_against_a_running_server() {
         "{listed}"
     );
     assert!(listed.contains("tool=delete_user"), "{listed}");
+
+    // Without the token the agent's own client cannot approve.
+    let approve = vec![
+        "pauses".to_string(),
+        "approve".into(),
+        id.clone(),
+        "--approver".into(),
+        "mallory".into(),
+        "--server".into(),
+        addr.clone(),
+    ];
+    let out = run_as(approve, None).await.unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("approver token"), "{err}");
 
     let out = run(vec![
         "pauses".into(),

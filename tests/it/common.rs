@@ -16,6 +16,11 @@ pub fn default_pack_file(dir: &std::path::Path) -> PathBuf {
 }
 
 pub async fn server(policy: Option<PathBuf>) -> Running {
+    server_with_token(policy, None).await
+}
+
+/// A server whose ResolvePause needs `token` in `x-toolgate-approver-token`.
+pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> Running {
     let policy = match policy {
         Some(p) => p,
         None => {
@@ -31,6 +36,7 @@ pub async fn server(policy: Option<PathBuf>) -> Running {
         admin_listen: Some("127.0.0.1:0".parse().unwrap()),
         decision_log: None,
         tracing: Default::default(),
+        approver_token: token.map(str::to_string),
     })
     .await
     .expect("server starts")

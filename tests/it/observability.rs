@@ -37,6 +37,7 @@ async fn metrics_admin_endpoints_and_decision_log() {
             keep: 2,
         }),
         tracing: Default::default(),
+        approver_token: None,
     })
     .await
     .unwrap();

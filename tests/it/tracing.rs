@@ -59,6 +59,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
             endpoint: Some(format!("http://{otlp_addr}")),
             service_name: Some("toolgate-test".into()),
         },
+        approver_token: None,
     })
     .await
     .unwrap();

@@ -1110,3 +1110,138 @@ async fn a_reloaded_policy_with_another_pool_size_gets_a_new_pool() {
     assert_eq!((rt.pool().workers(), rt.pool().capacity()), (2, 8));
     assert_eq!(d.action, Action::Retry, "the new pool serves the call");
 }
+
+// ---- regressions from review ----
+
+#[tokio::test(start_paused = true)]
+async fn an_approved_retry_exhausted_pause_lets_the_call_through() {
+    let p = policy(
+        "",
+        &format!("retry: {{ max_attempts: 1, escalate_to: pause }}\n{FLAG_RULE}"),
+        vec![],
+    );
+    let rt = Runtime::start(&p, None, false);
+    let flagged = || call("s1", "note.write", json!({"text": "forbidden-word"}));
+    assert_eq!(run(flagged(), &p, &rt).await.action, Action::Retry);
+    let d = run(flagged(), &p, &rt).await;
+    assert_eq!(d.action, Action::Pause);
+    assert!(has_hit(&d, RETRY_EXHAUSTED_RULE));
+    let id = pause_id(&d);
+    rt.sessions.resolve(&id, true, "alice", "go ahead").unwrap();
+    let d = run(resubmit(flagged(), &id), &p, &rt).await;
+    assert_eq!(d.action, Action::Allow, "{:?}", ids(&d));
+    assert!(has_hit(&d, APPROVED_RULE));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_does_not_swallow_a_late_pause_verdict_the_human_never_saw() {
+    let slow = Slow::new(Duration::from_secs(1), block());
+    let late_spec = DeepRuleSpec {
+        tools: vec![Glob::new("low.*")],
+        action: Action::Pause,
+        ..spec("late-rule", slow)
+    };
+    let p = policy("", "", vec![late_spec]);
+    let rt = Runtime::start(&p, None, false);
+    let id = pause_id(&run(drop_table("users"), &p, &rt).await);
+    rt.sessions.resolve(&id, true, "alice", "").unwrap();
+    // Another event of the session, whose verdict (block → pause) lands late.
+    let d = run(call("s1", "low.fetch", json!({"url": "x"})), &p, &rt).await;
+    assert_eq!(d.action, Action::Allow);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let d = run(resubmit(drop_table("users"), &id), &p, &rt).await;
+    assert_eq!(d.action, Action::Pause, "{:?}", ids(&d));
+    assert!(has_hit(&d, "late-rule"));
+    // The approval was not spent by a call that did not pass.
+    let d = run(resubmit(drop_table("users"), &id), &p, &rt).await;
+    assert_eq!(d.action, Action::Allow, "{:?}", ids(&d));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_failure_on_a_tier_that_does_not_wait_fails_closed_on_the_next_event() {
+    let failing = Arc::new(Failing(DeepError::Transport("connection refused".into())));
+    let p = policy(
+        "  async: { fail_open: false }",
+        "",
+        vec![spec("classifier", failing)],
+    );
+    let rt = Runtime::start(&p, None, false);
+    let d = run(call("s1", "low.read", json!({"n": 1})), &p, &rt).await;
+    assert_eq!(d.action, Action::Allow, "a low tier does not wait");
+    assert_eq!(d.deep_pending, 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let next = run(call("s1", "low.read", json!({"n": 2})), &p, &rt).await;
+    assert_eq!(next.action, Action::Stop, "{:?}", ids(&next));
+    assert!(has_hit(&next, "classifier"));
+
+    // Failing open, the same late failure is recorded but changes nothing.
+    let failing = Arc::new(Failing(DeepError::Transport("connection refused".into())));
+    let p = policy("", "", vec![spec("classifier", failing)]);
+    let rt = Runtime::start(&p, None, false);
+    run(call("s2", "low.read", json!({"n": 1})), &p, &rt).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let next = run(call("s2", "low.read", json!({"n": 2})), &p, &rt).await;
+    assert_eq!(next.action, Action::Allow, "{:?}", ids(&next));
+}
+
+#[tokio::test(start_paused = true)]
+async fn tenant_churn_does_not_reset_a_global_rate_limit() {
+    use crate::policy::{RateLimit, RateScope};
+    let store = SessionStore::new();
+    let limit = |id: &str, per| RateLimit {
+        id: id.into(),
+        tools: vec![],
+        per,
+        burst: 1,
+        per_minute: 0.0001,
+        action: Action::Stop,
+    };
+    let (global, tenant) = (limit("g", RateScope::Global), limit("t", RateScope::Tenant));
+    assert!(store.rate_allows(&global, "", ""));
+    assert!(!store.rate_allows(&global, "", ""));
+    for i in 0..10_050 {
+        store.rate_allows(&tenant, "", &format!("t{i}"));
+    }
+    assert!(!store.rate_allows(&global, "", ""), "still empty");
+}
+
+#[tokio::test]
+async fn calls_on_an_older_snapshot_during_a_reload_do_not_start_pools() {
+    let old = policy(
+        "  async: { workers: 4, queue_capacity: 16 }",
+        "",
+        vec![spec("fixed", Fixed::new(pass()))],
+    );
+    let new = policy(
+        "  async: { workers: 2, queue_capacity: 8 }",
+        "",
+        vec![spec("fixed", Fixed::new(pass()))],
+    );
+    assert!(new.loaded_at > old.loaded_at);
+    let rt = Runtime::start(&old, None, false);
+    run(call("s", "m.tool", json!({"i": 0})), &new, &rt).await;
+    let resized = rt.pool();
+    assert_eq!(resized.workers(), 2);
+    for i in 1..10 {
+        let p = if i % 2 == 0 { &new } else { &old };
+        run(call("s", "m.tool", json!({"i": i})), p, &rt).await;
+        assert!(Arc::ptr_eq(&resized, &rt.pool()), "call {i} started a pool");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn identical_paused_calls_at_once_share_one_pause() {
+    let p = policy("", "", vec![]);
+    let rt = Arc::new(Runtime::start(&p, None, false));
+    let mut set = JoinSet::new();
+    for _ in 0..64 {
+        let (p, rt) = (p.clone(), rt.clone());
+        set.spawn(async move { pause_id(&run(drop_table("users"), &p, &rt).await) });
+    }
+    let mut seen = std::collections::HashSet::new();
+    while let Some(r) = set.join_next().await {
+        seen.insert(r.unwrap());
+    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(rt.sessions.pending_pauses(), 1);
+}
