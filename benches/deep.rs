@@ -7,6 +7,10 @@
 //! Target from the issue (read from the report, never asserted): saturated within 1.2× of
 //! idle.
 
+/// The server binary's allocator, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

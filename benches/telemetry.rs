@@ -2,6 +2,10 @@
 //! metrics and decision log line the server records for every call). The target:
 //! telemetry on within 1.1× of off. Read the report; nothing is asserted here.
 
+/// The server binary's allocator, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +91,36 @@ fn bench(c: &mut Criterion) {
             let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
             let span_id = telemetry.trace(&ev, &mut d, &policy, start, &parent);
             telemetry.record(ev, d, &policy, start, span_id);
+        })
+    });
+    g.bench_function("span_only", |b| {
+        b.iter(|| {
+            let ev = e.clone();
+            let start = CallStart::now();
+            let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+            black_box(telemetry.trace(&ev, &mut d, &policy, start, &parent));
+            d
+        })
+    });
+    g.bench_function("metrics_only", |b| {
+        b.iter(|| {
+            let ev = e.clone();
+            let start = CallStart::now();
+            let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+            telemetry.metrics.record(
+                ev.kind,
+                &d,
+                policy.mode.as_str(),
+                start.at.elapsed().as_secs_f64(),
+            );
+            d
+        })
+    });
+    g.bench_function("log_only", |b| {
+        b.iter(|| {
+            let ev = e.clone();
+            let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+            telemetry.log.record(ev, d, policy.clone(), String::new())
         })
     });
     g.finish();

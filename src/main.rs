@@ -6,6 +6,11 @@ use clap::Parser;
 use toolgate::app::{self, Exit};
 use toolgate::cli::Cli;
 
+/// Requests are decided on tokio's threads and their events and decisions are freed on the
+/// decision-log thread; mimalloc frees across threads without the arena lock glibc takes.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     let code = match app::run(cli) {
