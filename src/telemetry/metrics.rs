@@ -2,11 +2,11 @@
 //! the loaded policy and fixed outcome names; never session ids or tool arguments.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::decision::Decision;
+use crate::decision::{Action, Decision};
 use crate::engine::SYNC_TIMEOUT_RULE;
 use crate::event::EventKind;
 use crate::policy::Policy;
@@ -24,7 +24,6 @@ pub struct MetricsError(#[from] prometheus::Error);
 pub struct Metrics {
     registry: Registry,
     decisions: IntCounterVec,
-    duration: HistogramVec,
     rule_hits: IntCounterVec,
     deep_queue_depth: IntGauge,
     deep_jobs: IntCounterVec,
@@ -38,6 +37,10 @@ pub struct Metrics {
     evicted_seen: std::sync::atomic::AtomicU64,
     pauses_pending: IntGauge,
     decision_log_dropped: IntCounter,
+    /// `decisions` for every (event, action, mode), indexed as in `record`.
+    decision_series: Vec<IntCounter>,
+    duration_fast: Histogram,
+    duration_total: Histogram,
 }
 
 impl Metrics {
@@ -110,6 +113,22 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
+        let mut decision_series = Vec::new();
+        for kind in EventKind::ALL {
+            for action in Action::ALL {
+                for mode in [crate::policy::Mode::Enforce, crate::policy::Mode::Shadow] {
+                    decision_series.push(decisions.with_label_values(&[
+                        kind.as_str(),
+                        action.as_str(),
+                        mode.as_str(),
+                    ]));
+                }
+            }
+        }
+        // Resolving them here also makes every series exist at zero from the start, so a
+        // dashboard's rate() sees the first decision of each kind.
+        let duration_fast = duration.with_label_values(&["fast"]);
+        let duration_total = duration.with_label_values(&["total"]);
         registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(duration.clone()))?;
         registry.register(Box::new(rule_hits.clone()))?;
@@ -127,7 +146,6 @@ impl Metrics {
         Ok(Metrics {
             registry,
             decisions,
-            duration,
             rule_hits,
             deep_queue_depth,
             deep_jobs,
@@ -140,24 +158,28 @@ impl Metrics {
             evicted_seen: std::sync::atomic::AtomicU64::new(0),
             pauses_pending,
             decision_log_dropped,
+            decision_series,
+            duration_fast,
+            duration_total,
         })
     }
 
     /// Counts one decision. `total_seconds` is the whole call as the server saw it.
     pub fn record(&self, kind: EventKind, d: &Decision, mode: &str, total_seconds: f64) {
-        self.decisions
-            .with_label_values(&[
-                kind.as_str(),
-                d.shadow_action.unwrap_or(d.action).as_str(),
-                mode,
-            ])
-            .inc();
-        self.duration
-            .with_label_values(&["fast"])
-            .observe(d.latency_us as f64 / 1e6);
-        self.duration
-            .with_label_values(&["total"])
-            .observe(total_seconds);
+        let action = d.shadow_action.unwrap_or(d.action);
+        // The (event, action, mode) series are resolved once, at start-up: a label lookup
+        // hashes three strings under a lock, which is most of what counting costs.
+        let shadow = usize::from(mode == crate::policy::Mode::Shadow.as_str());
+        let i = (kind as usize * Action::ALL.len() + action as usize) * 2 + shadow;
+        match self.decision_series.get(i) {
+            Some(c) => c.inc(),
+            None => self
+                .decisions
+                .with_label_values(&[kind.as_str(), action.as_str(), mode])
+                .inc(),
+        }
+        self.duration_fast.observe(d.latency_us as f64 / 1e6);
+        self.duration_total.observe(total_seconds);
         for h in &d.hits {
             self.rule_hits.with_label_values(&[&h.rule_id]).inc();
             if h.rule_id == SYNC_TIMEOUT_RULE && h.action == crate::decision::Action::Allow {
