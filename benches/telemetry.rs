@@ -8,15 +8,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use toolgate::engine::{CallMeta, evaluate};
 use toolgate::event::{Context, Event, EventKind};
 use toolgate::policy::default_policy;
-use toolgate::telemetry::log::{DecisionLog, Sink};
-use toolgate::telemetry::trace::{TraceConfig, Tracing};
+use toolgate::telemetry::log::{DecisionLog, Record, Sink};
+use toolgate::telemetry::trace::{PendingSpan, TraceConfig, Tracing};
 use toolgate::telemetry::{CallStart, Telemetry};
 
 fn event() -> Event {
@@ -55,21 +55,22 @@ fn bench(c: &mut Criterion) {
 
     let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let log = DecisionLog::start(
-        Sink::File {
-            path: dir.join("decisions.log"),
-            max_bytes: 64 << 20,
-            keep: 1,
-        },
-        b"bench-key".to_vec(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    // Spans go to a batch exporter aimed at a port nothing listens on: creating and queueing
-    // them is what a decision pays; the export itself runs on the exporter's own thread.
+    // Spans go to a batch exporter aimed at a port nothing listens on: the export runs on
+    // the exporter's own thread, and the spans are built on the log writer's thread.
     let tracing = Tracing::start(&TraceConfig {
         endpoint: Some("http://127.0.0.1:9".into()),
         service_name: Some("bench".into()),
     })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let log = DecisionLog::start(
+        Some(Sink::File {
+            path: dir.join("decisions.log"),
+            max_bytes: 64 << 20,
+            keep: 1,
+        }),
+        b"bench-key".to_vec(),
+        Some(tracing.clone()),
+    )
     .unwrap_or_else(|e| panic!("{e}"));
     let telemetry = Arc::new(Telemetry::new(log, tracing).unwrap_or_else(|e| panic!("{e}")));
     let parent = opentelemetry::Context::new();
@@ -84,22 +85,35 @@ fn bench(c: &mut Criterion) {
             black_box(evaluate(black_box(&ev), &policy, &CallMeta::default()))
         })
     });
-    g.bench_function("on", |b| {
+    // What the server does per call: choose the span's ids, decide, count, hand the record
+    // (line and span to build) to the writer thread.
+    let on = |ev: Event| {
+        let start = CallStart::now();
+        let chosen = telemetry.tracing.choose(&parent);
+        let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+        let mut span_id = String::new();
+        let pending = chosen.map(|sc| {
+            d.trace_id = sc.trace_id().to_string();
+            span_id = sc.span_id().to_string();
+            PendingSpan {
+                context: sc,
+                parent: parent.clone(),
+                start: start.wall,
+                end: SystemTime::now(),
+            }
+        });
+        telemetry.record(ev, d, &policy, start, span_id, pending);
+    };
+    g.bench_function("on", |b| b.iter(|| on(e.clone())));
+    // One part at a time, to show where the overhead is.
+    g.bench_function("span_ids_only", |b| {
         b.iter(|| {
             let ev = e.clone();
-            let start = CallStart::now();
-            let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            let span_id = telemetry.trace(&ev, &mut d, &policy, start, &parent);
-            telemetry.record(ev, d, &policy, start, span_id);
-        })
-    });
-    g.bench_function("span_only", |b| {
-        b.iter(|| {
-            let ev = e.clone();
-            let start = CallStart::now();
-            let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            black_box(telemetry.trace(&ev, &mut d, &policy, start, &parent));
-            d
+            let chosen = telemetry.tracing.choose(&parent);
+            (
+                evaluate(black_box(&ev), &policy, &CallMeta::default()),
+                chosen,
+            )
         })
     });
     g.bench_function("metrics_only", |b| {
@@ -107,12 +121,10 @@ fn bench(c: &mut Criterion) {
             let ev = e.clone();
             let start = CallStart::now();
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            telemetry.metrics.record(
-                ev.kind,
-                &d,
-                policy.mode.as_str(),
-                start.at.elapsed().as_secs_f64(),
-            );
+            let total = start.at.elapsed().as_secs_f64();
+            telemetry
+                .metrics
+                .record(ev.kind, &d, policy.mode.as_str(), total);
             d
         })
     });
@@ -120,7 +132,13 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let ev = e.clone();
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            telemetry.log.record(ev, d, policy.clone(), String::new())
+            telemetry.log.record(Record {
+                event: ev,
+                decision: d,
+                policy: policy.clone(),
+                span_id: String::new(),
+                span: None,
+            })
         })
     });
     g.finish();

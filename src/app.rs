@@ -263,7 +263,7 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
                 note,
             };
             let r = client
-                .resolve_pause(with_token(req))
+                .resolve_pause(with_token(req)?)
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -281,7 +281,7 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
                 note,
             };
             let r = client
-                .resolve_pause(with_token(req))
+                .resolve_pause(with_token(req)?)
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -292,15 +292,19 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
 }
 
 /// Attaches the approver token from the environment, when set.
-fn with_token<T>(msg: T) -> tonic::Request<T> {
+fn with_token<T>(msg: T) -> Result<tonic::Request<T>, UsageError> {
     let mut req = tonic::Request::new(msg);
-    if let Ok(token) = std::env::var(crate::api::APPROVER_TOKEN_ENV)
-        && let Ok(v) = token.parse()
-    {
+    if let Ok(token) = std::env::var(crate::api::APPROVER_TOKEN_ENV) {
+        let v = token.parse().map_err(|_| {
+            UsageError(format!(
+                "{}: not a valid gRPC metadata value (printable ASCII only)",
+                crate::api::APPROVER_TOKEN_ENV
+            ))
+        })?;
         req.metadata_mut()
             .insert(crate::api::APPROVER_TOKEN_HEADER, v);
     }
-    req
+    Ok(req)
 }
 
 /// Runs `f` on a runtime of its own with the deep-rule pool started in offline mode (tiers
@@ -411,18 +415,34 @@ impl Running {
         if let Some(a) = self.admin {
             let _ = a.await;
         }
-        // Every call has finished: flush spans (a blocking call) and the decision log.
-        let t = self.telemetry.clone();
-        let _ = tokio::task::spawn_blocking(move || t.tracing.shutdown()).await;
-        if let Ok(mut t) = Arc::try_unwrap(self.telemetry) {
-            t.log.close();
-        }
+        // Every call has finished. The log writer goes first: it also builds the decision
+        // spans, so it must drain before the exporter flushes. Both block.
+        let t = self.telemetry;
+        let _ = tokio::task::spawn_blocking(move || match Arc::try_unwrap(t) {
+            Ok(mut t) => {
+                t.log.close();
+                t.tracing.shutdown();
+            }
+            // Something still holds the telemetry: flush what the exporter has.
+            Err(t) => t.tracing.shutdown(),
+        })
+        .await;
         Ok(())
     }
 }
 
 /// Binds and starts the server. A bad policy at start-up is a `UsageError`.
 pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
+    if let Some(t) = &opts.approver_token
+        && t.parse::<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>()
+            .is_err()
+    {
+        return Err(UsageError(format!(
+            "{}: not a valid gRPC metadata value (printable ASCII only)",
+            crate::api::APPROVER_TOKEN_ENV
+        ))
+        .into());
+    }
     let policy = load_policy(opts.policy.as_ref(), opts.env.as_deref())?;
     for w in &policy.warnings {
         tracing::warn!(warning = %w, "policy warning");
@@ -436,15 +456,16 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     );
     let max_message = policy.max_message_bytes;
     crate::risk::warm_up();
-    let log = match opts.decision_log {
-        Some(sink) => DecisionLog::start(sink, log::hmac_key_from_env())
-            .context("cannot open the decision log")?,
-        None => DecisionLog::disabled(),
-    };
     let tracing = Tracing::start(&opts.tracing)?;
     if tracing.enabled() {
         tracing::info!(endpoint = ?opts.tracing.endpoint, "exporting traces over OTLP");
     }
+    let log = DecisionLog::start(
+        opts.decision_log,
+        log::hmac_key_from_env(),
+        Some(tracing.clone()),
+    )
+    .context("cannot open the decision log")?;
     let telemetry = Arc::new(Telemetry::new(log, tracing)?);
     telemetry.metrics.set_policy(&policy);
     let store = Arc::new(PolicyStore::new(policy));

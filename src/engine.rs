@@ -315,18 +315,11 @@ pub fn corrective_message(task_goal: &str, threats: &[String], guidance: &[Strin
 /// is not itself a scanned field, so it goes through the same rules as a user message and
 /// only its redacted form is used.
 pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
-    let mut goal = event.context.task_goal.trim();
+    let goal = event.context.task_goal.trim();
     if goal.is_empty() {
         return String::new();
     }
-    // A goal is a sentence or two; a long one is cut so quoting it stays cheap and bounded.
-    if goal.len() > MAX_GOAL_BYTES {
-        let mut cut = MAX_GOAL_BYTES;
-        while !goal.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        goal = &goal[..cut];
-    }
+    // Scanned whole, then cut: cutting first could split a secret too short to match.
     let mut probe = Event::new(EventKind::LlmBefore, Default::default());
     probe.messages.push(Message {
         role: "user".into(),
@@ -337,11 +330,22 @@ pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
         // Not scanned to the end, so not known to be free of secrets: not quoted.
         return "(withheld: the goal could not be checked in time)".into();
     }
-    d.redacted_messages
+    let mut safe = d
+        .redacted_messages
         .into_iter()
         .next()
         .map(|m| m.content)
-        .unwrap_or_else(|| goal.to_string())
+        .unwrap_or_else(|| goal.to_string());
+    // A goal is a sentence or two; a long one is cut so quoting it stays bounded.
+    if safe.len() > MAX_GOAL_BYTES {
+        let mut cut = MAX_GOAL_BYTES;
+        while !safe.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        safe.truncate(cut);
+        safe.push('…');
+    }
+    safe
 }
 
 fn retry_spec(event: &Event, hits: &[RuleHit], policy: &Policy, attempt: u32) -> RetrySpec {

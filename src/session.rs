@@ -346,10 +346,14 @@ impl SessionStore {
         self.sessions
             .retain(|_, s| now.duration_since(s.last_seen) <= ttl);
         self.pauses.retain(|_, p| {
-            let done = p.resolved.unwrap_or(p.expires).max(p.expires.min(now));
-            p.state() == PauseState::Pending
-                || p.state() == PauseState::Approved
-                || now.duration_since(done) < PAUSE_GRACE
+            // Kept for a grace period after it was settled: resolved (denied, used) or
+            // expired, whichever happened.
+            let settled = match p.state() {
+                PauseState::Pending | PauseState::Approved => return true,
+                PauseState::Expired => p.expires,
+                PauseState::Denied | PauseState::Used => p.resolved.unwrap_or(p.expires),
+            };
+            now.duration_since(settled) < PAUSE_GRACE
         });
         self.prune_pause_index();
     }

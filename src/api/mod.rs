@@ -22,6 +22,7 @@ use crate::proto;
 use crate::proto::guard_service_server::GuardService;
 use crate::session::PauseError;
 use crate::stream::StreamGuard;
+use crate::telemetry::trace::PendingSpan;
 use crate::telemetry::{CallStart, Telemetry, trace};
 use status::ApiError;
 
@@ -97,25 +98,24 @@ impl Guard {
     ) -> Result<proto::Decision, Status> {
         let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
         tokio::spawn(async move {
-            // Opened now so the call's deep-rule spans can be its children.
-            let open = telemetry.tracing.begin(&parent, start.wall);
+            // The span's ids are chosen now, so the call's deep-rule spans can be its
+            // children; the span itself is built on the writer thread, off this one.
+            let chosen = telemetry.tracing.choose(&parent);
             let meta = CallMeta {
-                span: open.as_ref().map(|o| o.context()),
+                span: chosen.clone(),
                 ..meta
             };
-            let (event, mut d) =
+            let (event, d) =
                 pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            let span_id = telemetry.finish_trace(open, &event, &mut d, &policy);
-            let wire = convert::decision(&d);
-            telemetry.record(event, d, &policy, start, span_id);
-            wire
+            record(&telemetry, event, d, &policy, start, &parent, chosen)
         })
         .await
         .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
     }
 }
 
-/// Traces, converts and records one decision; returns the wire form and the decision.
+/// Converts and records one decision whose span ids were chosen at its start (`chosen`);
+/// the span is built on the writer thread. Returns the wire form.
 fn record(
     telemetry: &Telemetry,
     event: Event,
@@ -123,11 +123,24 @@ fn record(
     policy: &Arc<Policy>,
     start: CallStart,
     parent: &opentelemetry::Context,
-) -> (proto::Decision, Decision) {
-    let span_id = telemetry.trace(&event, &mut d, policy, start, parent);
+    chosen: Option<opentelemetry::trace::SpanContext>,
+) -> proto::Decision {
+    let mut span_id = String::new();
+    let pending = chosen.map(|sc| {
+        if d.trace_id.is_empty() {
+            d.trace_id = sc.trace_id().to_string();
+        }
+        span_id = sc.span_id().to_string();
+        PendingSpan {
+            context: sc,
+            parent: parent.clone(),
+            start: start.wall,
+            end: std::time::SystemTime::now(),
+        }
+    });
     let wire = convert::decision(&d);
-    telemetry.record(event, d.clone(), policy, start, span_id);
-    (wire, d)
+    telemetry.record(event, d, policy, start, span_id, pending);
+    wire
 }
 
 fn call_meta<T>(req: &Request<T>) -> (opentelemetry::Context, CallMeta) {
@@ -252,7 +265,7 @@ impl GuardService for Guard {
                 let span_id =
                     telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
                 let wire = convert::decision(&step.decision);
-                telemetry.record(released, step.decision, &policy, start, span_id);
+                telemetry.record(released, step.decision, &policy, start, span_id, None);
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(wire),
                     released_text: step.released_text,
@@ -276,7 +289,7 @@ impl GuardService for Guard {
                 let span_id =
                     telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
                 let wire = convert::decision(&step.decision);
-                telemetry.record(released, step.decision, &policy, start, span_id);
+                telemetry.record(released, step.decision, &policy, start, span_id, None);
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
                         decision: Some(wire),
@@ -412,6 +425,8 @@ impl GuardService for Guard {
                 let next = tokio::select! {
                     next = rx.recv() => Some(next),
                     _ = stopping => None,
+                    // The watcher went away: end now, not at the next matching finding.
+                    _ = tx.closed() => return,
                 };
                 let Some(next) = next else {
                     let _ = tx.send(Err(ApiError::ShuttingDown.into())).await;
@@ -466,7 +481,12 @@ async fn filter_candidates(
     let mut first_filtered: Option<(Event, Decision)> = None;
     let (mut strikes, mut flag) = (0, false);
     for (i, event) in events.into_iter().enumerate() {
-        let (event, d) = pipeline::decide(event, policy, rt, meta, size, opts.clone()).await;
+        let chosen = telemetry.tracing.choose(parent);
+        let meta = CallMeta {
+            span: chosen.clone(),
+            ..meta.clone()
+        };
+        let (event, d) = pipeline::decide(event, policy, rt, &meta, size, opts.clone()).await;
         strikes = strikes.max(d.effects.strikes);
         flag |= d.effects.flag_trajectory;
         let allowed = matches!(d.action, Action::Allow | Action::Redact);
@@ -475,8 +495,8 @@ async fn filter_candidates(
         } else if first_filtered.is_none() {
             first_filtered = Some((event.clone(), d.clone()));
         }
-        let (wire, _) = record(telemetry, event, d, policy, start, parent);
-        resp.decisions.push(wire);
+        resp.decisions
+            .push(record(telemetry, event, d, policy, start, parent, chosen));
     }
     // One set, one regeneration: its strikes count once, like its retry attempt.
     if !sid.is_empty() {

@@ -32,6 +32,9 @@ pub const DEEP_QUEUE_FULL_RULE: &str = "deep_queue_full";
 pub const DEEP_ERROR_RULE: &str = "deep_error";
 pub const DEEP_TIMEOUT_RULE: &str = "deep_timeout";
 pub const DEEP_WAIT_TIMEOUT_RULE: &str = "deep_wait_timeout";
+/// Tags the hits that carry a late verdict on an earlier event: an approval of this call
+/// never lifts them, since the human did not see them.
+const LATE_FINDING_TAG: &str = "late_finding";
 
 /// Events larger than this are scanned on the blocking pool, so a long scan never stalls the
 /// async workers that serve other calls.
@@ -156,6 +159,7 @@ pub async fn decide(
     if let Some(p) = &approval {
         d.hits.retain(|h| {
             h.action == Action::Stop
+                || h.policy_tags.iter().any(|t| t == LATE_FINDING_TAG)
                 || (h.rule_id != APPROVAL_RULE && !p.cause.contains(&h.rule_id))
         });
         let note = if p.note.is_empty() {
@@ -184,7 +188,8 @@ pub async fn decide(
     {
         let attempt = rt
             .sessions
-            .next_attempt(&sid, &event.context.step_id, &call_key(&event));
+            .next_attempt(&sid, &event.context.step_id, &call_key(&event))
+            .min(policy.retry.max_attempts.saturating_add(1));
         if attempt > policy.retry.max_attempts {
             d.hits.push(exhausted_hit(policy));
             settle(&mut d, &event, policy, attempt);
@@ -337,7 +342,7 @@ fn late_hit(f: &Finding) -> RuleHit {
             f.step_id, f.decision_id, f.explanation
         ),
     )
-    .tagged("late_finding");
+    .tagged(LATE_FINDING_TAG);
     if !f.guidance.is_empty() {
         h.guidance = Some(f.guidance.clone());
     }
@@ -916,6 +921,7 @@ pub fn regenerate(
     } else {
         rt.sessions
             .next_attempt(sid, &event.context.step_id, "candidates")
+            .min(policy.retry.max_attempts.saturating_add(1))
     };
     let escalation = (attempt > policy.retry.max_attempts).then_some(policy.retry.escalate_to);
     let spec = crate::decision::RetrySpec {

@@ -18,6 +18,7 @@ use sha2::Sha256;
 use crate::decision::{Action, Decision};
 use crate::event::Event;
 use crate::policy::Policy;
+use crate::telemetry::trace::{PendingSpan, Tracing};
 
 /// Lines waiting for the writer; past this they are dropped and counted.
 const QUEUE: usize = 8192;
@@ -46,6 +47,8 @@ pub struct Record {
     pub decision: Decision,
     pub policy: Arc<Policy>,
     pub span_id: String,
+    /// The decision's span, built on the writer thread rather than the request's.
+    pub span: Option<PendingSpan>,
 }
 
 #[derive(Serialize)]
@@ -122,16 +125,27 @@ impl DecisionLog {
         }
     }
 
-    /// Starts the writer thread. `key` is the HMAC key for content hashes.
-    pub fn start(sink: Sink, key: Vec<u8>) -> io::Result<DecisionLog> {
+    /// Starts the writer thread. `key` is the HMAC key for content hashes. The thread also
+    /// builds the decisions' trace spans when `tracing` is on, so it runs when either a
+    /// sink or tracing is given.
+    pub fn start(
+        sink: Option<Sink>,
+        key: Vec<u8>,
+        tracing: Option<Tracing>,
+    ) -> io::Result<DecisionLog> {
+        let tracing = tracing.filter(Tracing::enabled);
+        if sink.is_none() && tracing.is_none() {
+            return Ok(DecisionLog::disabled());
+        }
         let (tx, rx) = sync_channel::<Record>(QUEUE);
-        let mut out: Box<dyn LineWriter> = match sink {
-            Sink::Stdout => Box::new(io::stdout()),
-            Sink::File {
+        let mut out: Option<Box<dyn LineWriter + Send>> = match sink {
+            None => None,
+            Some(Sink::Stdout) => Some(Box::new(io::stdout())),
+            Some(Sink::File {
                 path,
                 max_bytes,
                 keep,
-            } => Box::new(RotatingFile::open(path, max_bytes, keep)?),
+            }) => Some(Box::new(RotatingFile::open(path, max_bytes, keep)?)),
         };
         let builder = DecisionLog {
             tx: None,
@@ -140,7 +154,13 @@ impl DecisionLog {
         };
         let writer = std::thread::Builder::new()
             .name("decision-log".into())
-            .spawn(move || write_loop(rx, &builder, out.as_mut()))?;
+            .spawn(move || {
+                let out: Option<&mut dyn LineWriter> = match out.as_mut() {
+                    Some(o) => Some(o.as_mut()),
+                    None => None,
+                };
+                write_loop(rx, &builder, out, tracing.as_ref())
+            })?;
         Ok(DecisionLog {
             tx: Some(tx),
             writer: Some(writer),
@@ -149,21 +169,9 @@ impl DecisionLog {
     }
 
     /// Queues one record; returns false when the queue was full and it was dropped.
-    pub fn record(
-        &self,
-        event: Event,
-        decision: Decision,
-        policy: Arc<Policy>,
-        span_id: String,
-    ) -> bool {
+    pub fn record(&self, record: Record) -> bool {
         let Some(tx) = &self.tx else {
             return true;
-        };
-        let record = Record {
-            event,
-            decision,
-            policy,
-            span_id,
         };
         match tx.try_send(record) {
             Ok(()) => true,
@@ -342,25 +350,39 @@ impl LineWriter for io::Stdout {
     }
 }
 
-fn write_loop(rx: Receiver<Record>, log: &DecisionLog, out: &mut dyn LineWriter) {
+fn write_loop(
+    rx: Receiver<Record>,
+    log: &DecisionLog,
+    mut out: Option<&mut dyn LineWriter>,
+    tracing: Option<&Tracing>,
+) {
     let mut pending = rx.recv().ok();
     while let Some(r) = pending.take() {
-        let line = log.line(&r.event, &r.decision, &r.policy, &r.span_id);
-        if let Err(e) = out.write_line(&line) {
-            // The log must not take the server down; say so on stderr and go on.
-            eprintln!("toolgate: decision log write failed: {e}");
+        if let Some(out) = out.as_deref_mut() {
+            let line = log.line(&r.event, &r.decision, &r.policy, &r.span_id);
+            if let Err(e) = out.write_line(&line) {
+                // The log must not take the server down; say so on stderr and go on.
+                eprintln!("toolgate: decision log write failed: {e}");
+            }
+        }
+        if let (Some(t), Some(span)) = (tracing, &r.span) {
+            t.build_decision_span(span, &r.decision, &r.event, &r.policy);
         }
         // Flush whenever the queue is drained, so lines reach the file promptly under low
         // load and in batches under high load.
         pending = match rx.try_recv() {
             Ok(next) => Some(next),
             Err(_) => {
-                let _ = out.flush_all();
+                if let Some(out) = out.as_deref_mut() {
+                    let _ = out.flush_all();
+                }
                 rx.recv().ok()
             }
         };
     }
-    let _ = out.flush_all();
+    if let Some(out) = out {
+        let _ = out.flush_all();
+    }
 }
 
 /// A file that rotates to `path.1`, `path.2`, … when it grows past `max_bytes`.

@@ -80,9 +80,9 @@ impl Telemetry {
         span_id
     }
 
-    /// Counts the decision and hands it to the log writer, which builds the line on its own
-    /// thread. There is no await between the decision and this call, so a caller that
-    /// cancels mid-call cannot skip it.
+    /// Counts the decision and hands it to the log writer, which builds the line (and the
+    /// span, when `span` is given) on its own thread. There is no await between the
+    /// decision and this call, so a caller that cancels mid-call cannot skip it.
     pub fn record(
         &self,
         event: Event,
@@ -90,6 +90,7 @@ impl Telemetry {
         policy: &Arc<Policy>,
         start: CallStart,
         span_id: String,
+        span: Option<trace::PendingSpan>,
     ) {
         self.metrics.record(
             event.kind,
@@ -97,7 +98,14 @@ impl Telemetry {
             policy.mode.as_str(),
             start.at.elapsed().as_secs_f64(),
         );
-        if !self.log.record(event, d, policy.clone(), span_id) {
+        let record = log::Record {
+            event,
+            decision: d,
+            policy: policy.clone(),
+            span_id,
+            span,
+        };
+        if !self.log.record(record) {
             self.metrics.decision_log_dropped();
         }
     }

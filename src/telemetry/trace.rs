@@ -6,12 +6,15 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
-use opentelemetry::trace::{Span, SpanKind, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::trace::{
+    Span, SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
+    TracerProvider,
+};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider};
 
 use crate::decision::Decision;
 use crate::event::Event;
@@ -52,6 +55,40 @@ pub struct TraceError(String);
 #[derive(Clone)]
 pub struct Tracing {
     provider: Option<SdkTracerProvider>,
+}
+
+thread_local! {
+    /// Ids chosen on the request thread for a span built later on the writer thread.
+    static CHOSEN: std::cell::Cell<Option<(TraceId, SpanId)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Random ids, except while a span whose ids were chosen earlier is being built: the decision
+/// id, the log line and the deep-rule spans name the decision's span before it exists.
+#[derive(Debug, Default)]
+struct ChosenIds(RandomIdGenerator);
+
+impl IdGenerator for ChosenIds {
+    fn new_trace_id(&self) -> TraceId {
+        CHOSEN
+            .with(|c| c.get())
+            .map(|(t, _)| t)
+            .unwrap_or_else(|| self.0.new_trace_id())
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        CHOSEN
+            .with(|c| c.get())
+            .map(|(_, s)| s)
+            .unwrap_or_else(|| self.0.new_span_id())
+    }
+}
+
+/// A decision span to be built off the request thread: its ids, its parent and when it ran.
+pub struct PendingSpan {
+    pub context: SpanContext,
+    pub parent: Context,
+    pub start: SystemTime,
+    pub end: SystemTime,
 }
 
 /// A decision span opened when the call starts, so the deep-rule spans of the call can be
@@ -133,6 +170,7 @@ impl Tracing {
             resource = resource.with_service_name("toolgate");
         }
         let provider = SdkTracerProvider::builder()
+            .with_id_generator(ChosenIds::default())
             .with_batch_exporter(exporter)
             .with_resource(resource.build())
             .build();
@@ -143,6 +181,50 @@ impl Tracing {
 
     pub fn enabled(&self) -> bool {
         self.provider.is_some()
+    }
+
+    /// Chooses the decision span's ids now, on the request thread, so the decision, its log
+    /// line and its deep-rule spans can name it; the span itself is built later by
+    /// `build_decision_span`. `None` when tracing is off.
+    pub fn choose(&self, parent: &Context) -> Option<SpanContext> {
+        self.provider.as_ref()?;
+        let ids = RandomIdGenerator::default();
+        let span = parent.span();
+        let psc = span.span_context();
+        let (trace_id, flags) = if psc.is_valid() {
+            (psc.trace_id(), psc.trace_flags())
+        } else {
+            (ids.new_trace_id(), TraceFlags::SAMPLED)
+        };
+        Some(SpanContext::new(
+            trace_id,
+            ids.new_span_id(),
+            flags,
+            false,
+            TraceState::default(),
+        ))
+    }
+
+    /// Builds and ends a decision span with the ids chosen by `choose`.
+    pub fn build_decision_span(
+        &self,
+        p: &PendingSpan,
+        d: &Decision,
+        event: &Event,
+        policy: &Policy,
+    ) {
+        let Some(provider) = self.provider.as_ref() else {
+            return;
+        };
+        let tracer = provider.tracer("toolgate");
+        CHOSEN.with(|c| c.set(Some((p.context.trace_id(), p.context.span_id()))));
+        let span = tracer
+            .span_builder("toolgate.evaluate")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(p.start)
+            .start_with_context(&tracer, &p.parent);
+        CHOSEN.with(|c| c.set(None));
+        finish(OpenSpan { span }, d, event, policy, p.end);
     }
 
     /// Opens a decision span, a child of the caller's span; `None` when tracing is off.

@@ -1245,3 +1245,61 @@ async fn identical_paused_calls_at_once_share_one_pause() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(rt.sessions.pending_pauses(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_keeps_a_late_verdict_on_another_event_by_a_rule_that_caused_the_pause() {
+    let slow = Slow::new(Duration::from_secs(1), block());
+    let x = DeepRuleSpec {
+        action: Action::Pause,
+        ..spec("x", slow)
+    };
+    let p = policy(
+        "",
+        "risk_router: { require_approval: [], high_risk_wait_ms: 5000 }",
+        vec![x],
+    );
+    let rt = Runtime::start(&p, None, false);
+    let d = run(call("s1", "high.exec", json!({"cmd": "ls"})), &p, &rt).await;
+    assert_eq!(ids(&d), vec!["x"]);
+    let id = pause_id(&d);
+    rt.sessions.resolve(&id, true, "alice", "").unwrap();
+    // Another event of the session (low tier, no wait), which `x` blocks late.
+    let d = run(call("s1", "low.fetch", json!({"url": "evil"})), &p, &rt).await;
+    assert_eq!(d.action, Action::Allow);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let d = run(
+        resubmit(call("s1", "high.exec", json!({"cmd": "ls"})), &id),
+        &p,
+        &rt,
+    )
+    .await;
+    assert_eq!(d.action, Action::Pause, "{:?}", ids(&d));
+}
+
+#[tokio::test]
+async fn attempts_past_the_retry_table_bound_read_as_just_past_the_limit() {
+    let p = policy("", "", vec![]);
+    let rt = Runtime::start(&p, None, false);
+    rt.sessions.touch("s1", &p.sessions);
+    for i in 0..256 {
+        rt.sessions
+            .next_attempt("s1", "1", &format!("tool_call_start:t{i}"));
+    }
+    let e = call("s1", "x.y", json!({}));
+    let d = run(e.clone(), &p, &rt).await;
+    let (spec, escalation) = regenerate(&e, &d, &p, &rt);
+    assert_eq!(spec.attempt, spec.max_attempts + 1);
+    assert_eq!(escalation, Some(Action::Stop));
+}
+
+#[tokio::test]
+async fn a_secret_at_the_goal_cut_is_redacted_before_the_cut() {
+    let p = policy("", "sync_rules: [{ id: secrets }]", vec![]);
+    let token = "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6";
+    let mut e = call("s1", "x.y", json!({}));
+    e.context.task_goal = format!("{}{token} and more", "a ".repeat(2030));
+    let goal = safe_goal(&e, &p);
+    assert!(!goal.contains("ghp_aB3"), "{}", &goal[goal.len() - 60..]);
+    e.context.task_goal = format!("short {token}");
+    assert!(!safe_goal(&e, &p).contains("ghp_aB3"));
+}
