@@ -8,7 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -16,7 +16,7 @@ use toolgate::engine::{CallMeta, evaluate};
 use toolgate::event::{Context, Event, EventKind};
 use toolgate::policy::default_policy;
 use toolgate::telemetry::log::{DecisionLog, Record, Sink};
-use toolgate::telemetry::trace::{PendingSpan, TraceConfig, Tracing};
+use toolgate::telemetry::trace::{TraceConfig, Tracing};
 use toolgate::telemetry::{CallStart, Telemetry};
 
 fn event() -> Event {
@@ -90,19 +90,8 @@ fn bench(c: &mut Criterion) {
     let on = |ev: Event| {
         let start = CallStart::now();
         let chosen = telemetry.tracing.choose(&parent);
-        let mut d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-        let mut span_id = String::new();
-        let pending = chosen.map(|sc| {
-            d.trace_id = sc.trace_id().to_string();
-            span_id = sc.span_id().to_string();
-            PendingSpan {
-                context: sc,
-                parent: parent.clone(),
-                start: start.wall,
-                end: SystemTime::now(),
-            }
-        });
-        telemetry.record(ev, d, &policy, start, span_id, pending);
+        let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
+        telemetry.record_chosen(ev, d, &policy, start, &parent, chosen, |_| ());
     };
     g.bench_function("on", |b| b.iter(|| on(e.clone())));
     // One part at a time, to show where the overhead is.

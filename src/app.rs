@@ -236,7 +236,7 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
         )
     };
     let status = |s: tonic::Status| anyhow::anyhow!("{}: {}", s.code(), s.message());
-    let out = match action {
+    let (pause_id, resolution, approver, note) = match action {
         PauseCommand::List { session } => {
             let r = client
                 .list_pauses(ListPausesRequest {
@@ -245,50 +245,36 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
                 .await
                 .map_err(status)?
                 .into_inner();
-            if r.pauses.is_empty() {
+            let out = if r.pauses.is_empty() {
                 "no pauses\n".to_string()
             } else {
                 r.pauses.iter().map(show).collect()
-            }
+            };
+            return write_stdout(&out);
         }
         PauseCommand::Approve {
             pause_id,
             approver,
             note,
-        } => {
-            let req = ResolvePauseRequest {
-                pause_id,
-                resolution: Resolution::Approve as i32,
-                approver: who(approver)?,
-                note,
-            };
-            let r = client
-                .resolve_pause(with_token(req)?)
-                .await
-                .map_err(status)?
-                .into_inner();
-            r.pause.as_ref().map(show).unwrap_or_default()
-        }
+        } => (pause_id, Resolution::Approve, approver, note),
         PauseCommand::Deny {
             pause_id,
             approver,
             note,
-        } => {
-            let req = ResolvePauseRequest {
-                pause_id,
-                resolution: Resolution::Deny as i32,
-                approver: who(approver)?,
-                note,
-            };
-            let r = client
-                .resolve_pause(with_token(req)?)
-                .await
-                .map_err(status)?
-                .into_inner();
-            r.pause.as_ref().map(show).unwrap_or_default()
-        }
+        } => (pause_id, Resolution::Deny, approver, note),
     };
-    write_stdout(&out)
+    let req = ResolvePauseRequest {
+        pause_id,
+        resolution: resolution as i32,
+        approver: who(approver)?,
+        note,
+    };
+    let r = client
+        .resolve_pause(with_token(req)?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    write_stdout(&r.pause.as_ref().map(show).unwrap_or_default())
 }
 
 /// Attaches the approver token from the environment, when set.

@@ -338,24 +338,30 @@ pub(crate) fn safe_goal(event: &Event, policy: &Policy) -> String {
         .unwrap_or_else(|| goal.to_string());
     // A goal is a sentence or two; a long one is cut so quoting it stays bounded.
     if safe.len() > MAX_GOAL_BYTES {
-        let mut cut = MAX_GOAL_BYTES;
-        while !safe.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        safe.truncate(cut);
+        safe.truncate(crate::text::head(&safe, MAX_GOAL_BYTES).len());
         safe.push('…');
     }
     safe
 }
 
-fn retry_spec(event: &Event, hits: &[RuleHit], policy: &Policy, attempt: u32) -> RetrySpec {
-    let retrying = hits.iter().filter(|h| h.action == Action::Retry);
-    let threats: Vec<String> = retrying
+/// The threat lines (reasons) and guidance of the hits `which` selects, for the
+/// risk-guidance form.
+pub(crate) fn threats_and_guidance(
+    hits: &[RuleHit],
+    which: impl Fn(&RuleHit) -> bool,
+) -> (Vec<String>, Vec<String>) {
+    let picked = hits.iter().filter(|h| which(h));
+    let threats = picked
         .clone()
         .filter(|h| !h.reason.trim().is_empty())
         .map(|h| h.reason.clone())
         .collect();
-    let guidance: Vec<String> = retrying.filter_map(|h| h.guidance.clone()).collect();
+    let guidance = picked.filter_map(|h| h.guidance.clone()).collect();
+    (threats, guidance)
+}
+
+fn retry_spec(event: &Event, hits: &[RuleHit], policy: &Policy, attempt: u32) -> RetrySpec {
+    let (threats, guidance) = threats_and_guidance(hits, |h| h.action == Action::Retry);
     RetrySpec {
         corrective_message: corrective_message(&safe_goal(event, policy), &threats, &guidance),
         attempt,

@@ -17,3 +17,4 @@ pub mod scenario;
 pub mod session;
 pub mod stream;
 pub mod telemetry;
+pub mod text;

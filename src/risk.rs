@@ -8,21 +8,11 @@ use regex::Regex;
 use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
 use crate::event::{Field, FieldKind};
 use crate::rules::fast::CompiledRule;
+use crate::text::head;
 
 const MAX_RESOURCES: usize = 10;
 /// Bytes of each argument read for resources.
 const RESOURCE_SCAN_BYTES: usize = 16 * 1024;
-
-fn head(s: &str, n: usize) -> &str {
-    if s.len() <= n {
-        return s;
-    }
-    let mut end = n;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
 
 // INVARIANT: these patterns are constants checked by the unit tests below.
 #[allow(clippy::expect_used)]

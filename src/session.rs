@@ -140,11 +140,8 @@ fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… ({} bytes cut)", &s[..cut], s.len() - cut)
+    let kept = crate::text::head(s, max);
+    format!("{kept}… ({} bytes cut)", s.len() - kept.len())
 }
 
 /// What a resubmitted call's `pause_id` amounts to.

@@ -22,7 +22,6 @@ use crate::proto;
 use crate::proto::guard_service_server::GuardService;
 use crate::session::PauseError;
 use crate::stream::StreamGuard;
-use crate::telemetry::trace::PendingSpan;
 use crate::telemetry::{CallStart, Telemetry, trace};
 use status::ApiError;
 
@@ -107,40 +106,11 @@ impl Guard {
             };
             let (event, d) =
                 pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            record(&telemetry, event, d, &policy, start, &parent, chosen)
+            telemetry.record_chosen(event, d, &policy, start, &parent, chosen, convert::decision)
         })
         .await
         .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
     }
-}
-
-/// Converts and records one decision whose span ids were chosen at its start (`chosen`);
-/// the span is built on the writer thread. Returns the wire form.
-fn record(
-    telemetry: &Telemetry,
-    event: Event,
-    mut d: Decision,
-    policy: &Arc<Policy>,
-    start: CallStart,
-    parent: &opentelemetry::Context,
-    chosen: Option<opentelemetry::trace::SpanContext>,
-) -> proto::Decision {
-    let mut span_id = String::new();
-    let pending = chosen.map(|sc| {
-        if d.trace_id.is_empty() {
-            d.trace_id = sc.trace_id().to_string();
-        }
-        span_id = sc.span_id().to_string();
-        PendingSpan {
-            context: sc,
-            parent: parent.clone(),
-            start: start.wall,
-            end: std::time::SystemTime::now(),
-        }
-    });
-    let wire = convert::decision(&d);
-    telemetry.record(event, d, policy, start, span_id, pending);
-    wire
 }
 
 fn call_meta<T>(req: &Request<T>) -> (opentelemetry::Context, CallMeta) {
@@ -495,8 +465,15 @@ async fn filter_candidates(
         } else if first_filtered.is_none() {
             first_filtered = Some((event.clone(), d.clone()));
         }
-        resp.decisions
-            .push(record(telemetry, event, d, policy, start, parent, chosen));
+        resp.decisions.push(telemetry.record_chosen(
+            event,
+            d,
+            policy,
+            start,
+            parent,
+            chosen,
+            convert::decision,
+        ));
     }
     // One set, one regeneration: its strikes count once, like its retry attempt.
     if !sid.is_empty() {

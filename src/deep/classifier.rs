@@ -13,6 +13,7 @@ use super::{
 };
 use crate::proto::classifier_service_client::ClassifierServiceClient;
 use crate::proto::{ClassifyRequest, ClassifyResponse};
+use crate::text::head;
 
 pub const ID: &str = "grpc-classifier";
 
@@ -274,18 +275,6 @@ fn parameters(cfg: &Map<String, Value>) -> Result<HashMap<String, String>, Confi
             )),
         })
         .collect()
-}
-
-/// The longest prefix of `s` that fits in `max` bytes and ends on a char boundary.
-fn head(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::{ConfigProblem, DeepError, DeepInput, DeepRule, Verdict, VerdictKind, config_u64};
 use crate::event::{EventKind, is_invisible};
+use crate::text::head;
 
 pub const ID: &str = "injection-heuristics";
 
@@ -114,25 +115,13 @@ pub fn score(text: &str) -> Score {
 /// (`system: …`, `user: …`), so a role word opening a line is the engine's framing, not a
 /// forged marker.
 fn scan(text: &str, max_scan_bytes: usize, framing_roles: bool) -> Score {
-    let text = prefix(text, max_scan_bytes);
+    let text = head(text, max_scan_bytes);
     let view = View::new(text);
     let mut found = Vec::new();
     language_signals(&view.norm, framing_roles, &mut found);
     obfuscation_signals(&view, &mut found);
     blob_signals(text, &mut found);
     Score::from_signals(found)
-}
-
-/// The longest prefix of at most `max` bytes that ends on a char boundary.
-fn prefix(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Whether decoded hidden text reads as an instruction on its own.
@@ -433,7 +422,7 @@ fn phrase_signals(p: &Patterns, body: &str, found: &mut Vec<Signal>) {
         let mut live = false;
         let mut quoted = false;
         for m in re.find_iter(body).take(MAX_MATCHES_CHECKED) {
-            if phrase.detail == OVERRIDE && p.retraction.is_match(prefix(&body[m.end()..], 40)) {
+            if phrase.detail == OVERRIDE && p.retraction.is_match(head(&body[m.end()..], 40)) {
                 continue;
             }
             // A phrase in quotes inside a text about attacks is mentioned, not used.
@@ -482,7 +471,7 @@ fn inside_quotes(body: &str, at: usize) -> bool {
         prev = c;
     }
     let Some(q) = open else { return false };
-    let after = prefix(&body[at..], QUOTE_REACH);
+    let after = head(&body[at..], QUOTE_REACH);
     after.split('\n').next().unwrap_or("").contains(q)
 }
 
@@ -527,7 +516,7 @@ fn marker_opens_instructions(p: &Patterns, after: &str) -> bool {
     } else {
         rest_of_line
     };
-    p.instruction_like.is_match(prefix(follow, 200))
+    p.instruction_like.is_match(head(follow, 200))
 }
 
 fn sentence_signals(p: &Patterns, body: &str, found: &mut Vec<Signal>) {
@@ -1383,7 +1372,7 @@ mod tests {
             "inside a larger cap"
         );
         // A cap inside a multi-byte char falls back to the char boundary.
-        assert_eq!(prefix("aé", 2), "a");
+        assert_eq!(head("aé", 2), "a");
     }
 
     fn rule(cfg: Value) -> InjectionHeuristics {

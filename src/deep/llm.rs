@@ -426,14 +426,8 @@ fn is_loopback(url: &Url) -> bool {
 /// The longest prefix of `s` that fits in `max` bytes without splitting a character, and
 /// whether anything was cut.
 fn truncate_utf8(s: &str, max: usize) -> (&str, bool) {
-    if s.len() <= max {
-        return (s, false);
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&s[..end], true)
+    let h = crate::text::head(s, max);
+    (h, h.len() < s.len())
 }
 
 /// Structured-output request: servers that support it (OpenAI, vLLM, llama.cpp) constrain

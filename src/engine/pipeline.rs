@@ -13,7 +13,7 @@ use regex::Regex;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::{APPROVAL_RULE, CallMeta, evaluate, safe_goal, settle};
+use super::{APPROVAL_RULE, CallMeta, evaluate, safe_goal, settle, threats_and_guidance};
 use crate::decision::{Action, Decision, RiskLevel, RuleHit};
 use crate::deep::pool::{DeepPool, FinishHook, JobResult, MAX_INPUT_BYTES, Submitted};
 use crate::deep::{DeepError, DeepInput, DeepRuleSpec, Verdict, VerdictKind};
@@ -793,13 +793,7 @@ fn deep_input(event: &Event, d: &Decision, policy: &Policy) -> DeepInput {
         }
         EventKind::LlmStreamChunk => {}
     }
-    if text.len() > MAX_INPUT_BYTES {
-        let mut cut = MAX_INPUT_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
+    text.truncate(crate::text::head(&text, MAX_INPUT_BYTES).len());
     DeepInput {
         event: event.kind,
         tool_name: event.tool_name.clone(),
@@ -908,13 +902,7 @@ pub fn regenerate(
     policy: &Policy,
     rt: &Runtime,
 ) -> (crate::decision::RetrySpec, Option<Action>) {
-    let flagged = d.hits.iter().filter(|h| h.action >= Action::Retry);
-    let threats: Vec<String> = flagged
-        .clone()
-        .filter(|h| !h.reason.trim().is_empty())
-        .map(|h| h.reason.clone())
-        .collect();
-    let guidance: Vec<String> = flagged.filter_map(|h| h.guidance.clone()).collect();
+    let (threats, guidance) = threats_and_guidance(&d.hits, |h| h.action >= Action::Retry);
     let sid = &event.context.session_id;
     let attempt = if sid.is_empty() {
         1

@@ -280,11 +280,7 @@ fn cut(truncated: &mut bool, s: &str) -> String {
         return s.to_string();
     }
     *truncated = true;
-    let mut end = EXCERPT;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
+    crate::text::head(s, EXCERPT).to_string()
 }
 
 /// The event as the decision left it: redacted views where rules redacted, otherwise the

@@ -80,6 +80,39 @@ impl Telemetry {
         span_id
     }
 
+    /// Records a decision whose span ids were chosen at its start (`Tracing::choose`): fills
+    /// the decision's trace id when the caller sent none, and hands the span to the writer
+    /// thread with the log line. `view` sees the finished decision first (the wire form is
+    /// built there), so nothing is copied.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_chosen<T>(
+        &self,
+        event: Event,
+        mut d: Decision,
+        policy: &Arc<Policy>,
+        start: CallStart,
+        parent: &opentelemetry::Context,
+        chosen: Option<opentelemetry::trace::SpanContext>,
+        view: impl FnOnce(&Decision) -> T,
+    ) -> T {
+        let mut span_id = String::new();
+        let pending = chosen.map(|sc| {
+            if d.trace_id.is_empty() {
+                d.trace_id = sc.trace_id().to_string();
+            }
+            span_id = sc.span_id().to_string();
+            trace::PendingSpan {
+                context: sc,
+                parent: parent.clone(),
+                start: start.wall,
+                end: SystemTime::now(),
+            }
+        });
+        let out = view(&d);
+        self.record(event, d, policy, start, span_id, pending);
+        out
+    }
+
     /// Counts the decision and hands it to the log writer, which builds the line (and the
     /// span, when `span` is given) on its own thread. There is no await between the
     /// decision and this call, so a caller that cancels mid-call cannot skip it.
