@@ -228,13 +228,38 @@ async fn run(rule: Arc<dyn DeepRule>, input: Arc<DeepInput>) -> JobResult {
     let budget = rule.budget();
     let mut task = tokio::spawn(async move { rule.check(input).await });
     match tokio::time::timeout(budget, &mut task).await {
-        Ok(Ok(result)) => result,
+        Ok(Ok(result)) => result.map(bounded),
         Ok(Err(e)) => Err(DeepError::Transport(format!("rule failed: {e}"))),
         Err(_) => {
             task.abort();
             Err(DeepError::Timeout(budget))
         }
     }
+}
+
+/// Longest explanation or guidance kept from a rule: verdicts are cached and kept on
+/// sessions, and a model's reply can be long.
+const MAX_VERDICT_TEXT: usize = 2048;
+/// Most tags and policy ids kept from a rule, and the longest of each.
+const MAX_VERDICT_LABELS: usize = 16;
+const MAX_LABEL_BYTES: usize = 128;
+
+/// The verdict with its free text bounded, so the cache and the sessions stay small
+/// whatever a rule returns.
+fn bounded(mut v: Verdict) -> Verdict {
+    let cut = |s: &mut String, max: usize| {
+        let keep = crate::text::head(s, max).len();
+        s.truncate(keep);
+    };
+    cut(&mut v.explanation, MAX_VERDICT_TEXT);
+    cut(&mut v.optimization_guidance, MAX_VERDICT_TEXT);
+    for list in [&mut v.policy_tags, &mut v.violated_policy_ids] {
+        list.truncate(MAX_VERDICT_LABELS);
+        for l in list.iter_mut() {
+            cut(l, MAX_LABEL_BYTES);
+        }
+    }
+    v
 }
 
 /// First in, first out: replays of recent events hit; old content ages out.
@@ -258,5 +283,31 @@ impl VerdictCache {
                 self.map.remove(&old);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deep::VerdictKind;
+
+    #[test]
+    fn verdict_text_is_bounded() {
+        let v = bounded(Verdict {
+            verdict: VerdictKind::Block,
+            risk_score: 0.9,
+            explanation: "é".repeat(5000),
+            optimization_guidance: "g".repeat(10),
+            violated_policy_ids: vec!["p".repeat(500); 40],
+            policy_tags: vec!["t".into()],
+        });
+        assert!(v.explanation.len() <= MAX_VERDICT_TEXT);
+        assert_eq!(v.optimization_guidance, "g".repeat(10));
+        assert_eq!(v.violated_policy_ids.len(), MAX_VERDICT_LABELS);
+        assert!(
+            v.violated_policy_ids
+                .iter()
+                .all(|p| p.len() == MAX_LABEL_BYTES)
+        );
     }
 }
