@@ -22,6 +22,21 @@ use crate::telemetry::trace::{PendingSpan, Tracing};
 
 /// Lines waiting for the writer; past this they are dropped and counted.
 const QUEUE: usize = 8192;
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lets serde_json write straight into an HMAC.
+struct MacWriter<'a>(&'a mut Hmac<Sha256>);
+
+impl Write for MacWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
 /// Longest excerpt of any one field in a line.
 const EXCERPT: usize = 2048;
 
@@ -228,7 +243,13 @@ impl DecisionLog {
             content_hmac: self.hmac(event),
             replay: replay(event, d),
         };
-        serde_json::to_string(&line).unwrap_or_default()
+        // Sized for a typical line up front: growing the buffer was a visible share of the
+        // writer thread's time.
+        let mut buf = Vec::with_capacity(2048);
+        if serde_json::to_writer(&mut buf, &line).is_err() {
+            return String::new();
+        }
+        String::from_utf8(buf).unwrap_or_default()
     }
 
     fn hmac(&self, event: &Event) -> String {
@@ -240,7 +261,8 @@ impl DecisionLog {
         mac.update(event.tool_name.as_bytes());
         mac.update(&[0]);
         if let Some(a) = &event.arguments {
-            mac.update(a.to_string().as_bytes());
+            // Streamed into the MAC: the same bytes as the compact JSON text, no copy.
+            let _ = serde_json::to_writer(MacWriter(&mut mac), a);
         }
         mac.update(&[0]);
         mac.update(event.output.as_bytes());
@@ -252,11 +274,12 @@ impl DecisionLog {
         }
         mac.update(&[0]);
         mac.update(event.chunk.as_bytes());
-        mac.finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        let mut hex = String::with_capacity(64);
+        for b in mac.finalize().into_bytes() {
+            hex.push(char::from(HEX[usize::from(b >> 4)]));
+            hex.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        hex
     }
 
     /// Stops the writer after it has written everything queued.
