@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use super::{
     ConfigProblem, DeepError, DeepInput, DeepRule, Verdict, VerdictKind, config_str, config_u64,
@@ -24,6 +24,7 @@ pub const KEYS: &[&str] = &[
     "parameters",
     "max_input_bytes",
     "connect_timeout_ms",
+    "ca_file",
 ];
 
 const DEFAULT_BLOCK_LABELS: &[&str] = &["unsafe", "injection", "jailbreak", "malicious", "block"];
@@ -69,7 +70,7 @@ impl GrpcClassifier {
         let raw = config_str(cfg, "endpoint")?.ok_or_else(|| {
             ConfigProblem::new(
                 "endpoint",
-                "is required: the classifier's `http://host:port`",
+                "is required: the classifier's `http://host:port` or `https://host:port`",
             )
         })?;
         let connect_timeout = match config_u64(cfg, "connect_timeout_ms")? {
@@ -82,7 +83,13 @@ impl GrpcClassifier {
             }
             Some(ms) => Duration::from_millis(ms),
         };
-        let endpoint = parse_endpoint(&raw)?.connect_timeout(connect_timeout);
+        let ca_pem = match config_str(cfg, "ca_file")? {
+            None => None,
+            Some(path) => Some(std::fs::read(&path).map_err(|e| {
+                ConfigProblem::new("ca_file", format!("cannot read `{path}`: {e}"))
+            })?),
+        };
+        let endpoint = parse_endpoint(&raw, ca_pem)?.connect_timeout(connect_timeout);
 
         let max_input_bytes = match config_u64(cfg, "max_input_bytes")? {
             Some(0) => {
@@ -208,25 +215,39 @@ fn status_error(status: &tonic::Status, timeout: Duration) -> DeepError {
     }
 }
 
-fn parse_endpoint(raw: &str) -> Result<Endpoint, ConfigProblem> {
+/// `http://` for a classifier beside toolgate or behind a mesh; `https://` verifies the
+/// server against the public web roots, plus the PEM CA in `ca_pem` (the pack's `ca_file`)
+/// for a private CA.
+fn parse_endpoint(raw: &str, ca_pem: Option<Vec<u8>>) -> Result<Endpoint, ConfigProblem> {
     let problem = |message: String| ConfigProblem::new("endpoint", message);
     let endpoint = Endpoint::from_shared(raw.trim().to_string())
         .map_err(|e| problem(format!("`{raw}` is not a valid uri: {e}")))?;
-    match endpoint.uri().scheme_str() {
-        Some("http") => {}
-        // tonic is built without a TLS feature here, so an `https` endpoint would fail every
-        // call; better to say so when the pack loads.
-        Some("https") => {
-            return Err(problem(format!(
-                "`{raw}`: tls is not supported; use `http://` to a local or mesh-encrypted classifier"
-            )));
-        }
-        _ => return Err(problem(format!("`{raw}` must start with `http://`"))),
-    }
     if endpoint.uri().host().is_none_or(str::is_empty) {
         return Err(problem(format!("`{raw}` has no host")));
     }
-    Ok(endpoint)
+    match endpoint.uri().scheme_str() {
+        Some("http") => {
+            if ca_pem.is_some() {
+                return Err(ConfigProblem::new(
+                    "ca_file",
+                    "only applies to an `https://` endpoint",
+                ));
+            }
+            Ok(endpoint)
+        }
+        Some("https") => {
+            let mut tls = ClientTlsConfig::new().with_webpki_roots();
+            if let Some(pem) = ca_pem {
+                tls = tls.ca_certificate(Certificate::from_pem(pem));
+            }
+            endpoint
+                .tls_config(tls)
+                .map_err(|e| problem(format!("`{raw}`: cannot set up tls: {e}")))
+        }
+        _ => Err(problem(format!(
+            "`{raw}` must start with `http://` or `https://`"
+        ))),
+    }
 }
 
 /// Reads a list of labels, lowercased and trimmed so matching ignores case and stray spaces.
@@ -342,6 +363,48 @@ mod tests {
                 .serve_with_incoming(TcpListenerStream::new(listener)),
         );
         (format!("http://{addr}"), seen)
+    }
+
+    /// Serves the fake classifier over TLS with a fresh self-signed certificate for
+    /// `localhost`; returns the endpoint and the certificate (PEM) to trust.
+    async fn serve_tls(answer: Answer) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let identity = tonic::transport::Identity::from_pem(cert.pem(), key.serialize_pem());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let service = ClassifierServiceServer::new(FakeClassifier {
+            answer,
+            seen: Arc::new(Mutex::new(Vec::new())),
+        });
+        tokio::spawn(
+            Server::builder()
+                .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+                .unwrap()
+                .add_service(service)
+                .serve_with_incoming(TcpListenerStream::new(listener)),
+        );
+        (format!("https://localhost:{port}"), cert.pem())
+    }
+
+    #[tokio::test]
+    async fn https_endpoint_with_a_private_ca() {
+        let (endpoint, ca) = serve_tls(Answer::Reply("unsafe", 0.91, "bad")).await;
+        let dir = tempfile::tempdir().unwrap();
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca).unwrap();
+        let trusted = rule(&endpoint, json!({"ca_file": ca_file.to_str().unwrap()}));
+        let v = trusted.check(input("x")).await.unwrap();
+        assert!((v.risk_score - 0.91).abs() < 1e-9);
+        // Without the private CA the server is not trusted: an error, never a verdict.
+        let untrusted = rule(&endpoint, json!({}));
+        assert!(matches!(
+            untrusted.check(input("x")).await,
+            Err(DeepError::Transport(_))
+        ));
     }
 
     fn config(endpoint: &str, extra: Value) -> Map<String, Value> {
@@ -556,7 +619,14 @@ mod tests {
             (json!({}), "endpoint"),
             (json!({"endpoint": 7}), "endpoint"),
             (json!({"endpoint": "ftp://host:1"}), "endpoint"),
-            (json!({"endpoint": "https://host:1"}), "endpoint"),
+            (
+                json!({"endpoint": "http://h", "ca_file": "/etc/ca.pem"}),
+                "ca_file",
+            ),
+            (
+                json!({"endpoint": "https://h", "ca_file": "/nonexistent/ca.pem"}),
+                "ca_file",
+            ),
             (json!({"endpoint": "localhost:50051"}), "endpoint"),
             (json!({"endpoint": "http://bad host"}), "endpoint"),
             (
@@ -604,7 +674,10 @@ mod tests {
             .cloned()
             .unwrap();
         let problem = GrpcClassifier::from_config(&cfg, Duration::from_millis(500)).unwrap_err();
-        assert_eq!(problem.message, "`ftp://host:1` must start with `http://`");
+        assert_eq!(
+            problem.message,
+            "`ftp://host:1` must start with `http://` or `https://`"
+        );
     }
 
     #[test]
