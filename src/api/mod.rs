@@ -13,8 +13,8 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::decision::{Action, Decision};
-use crate::engine::CallMeta;
 use crate::engine::pipeline::{self, Options, Runtime};
+use crate::engine::{self, CallMeta};
 use crate::event::Event;
 use crate::policy::Policy;
 use crate::policy::store::PolicyStore;
@@ -194,8 +194,12 @@ impl GuardService for Guard {
         let (parent, meta) = call_meta(&req);
         let mut inbound = req.into_inner();
         let telemetry = self.telemetry.clone();
+        let sessions = self.runtime.sessions.clone();
         let out = async_stream(move |tx| async move {
             let mut guard: Option<StreamGuard> = None;
+            // Set when the stream's session has reached its strike limit: the first chunk
+            // is answered with a STOP and nothing is released.
+            let mut struck_out = None;
             loop {
                 let msg = match inbound.next().await {
                     None => break,
@@ -220,7 +224,13 @@ impl GuardService for Guard {
                 let start = CallStart::now();
                 if guard.is_none() {
                     match convert::context(msg.context.clone()) {
-                        Ok(ctx) => guard = Some(StreamGuard::new(ctx)),
+                        Ok(ctx) => {
+                            if !ctx.session_id.is_empty() {
+                                let snap = sessions.touch(&ctx.session_id, &policy.sessions);
+                                struck_out = pipeline::strike_hit(&policy, snap.strikes);
+                            }
+                            guard = Some(StreamGuard::new(ctx));
+                        }
                         Err(e) => {
                             let _ = tx.send(Err(Status::from(e))).await;
                             return;
@@ -232,6 +242,17 @@ impl GuardService for Guard {
                 };
                 let mut step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
                 let released = g.released_event(&step);
+                let stop_now = struck_out.take().map(|hit| {
+                    step.decision.hits.push(hit);
+                    engine::settle(&mut step.decision, &released, &policy, 1);
+                    step.released_text.clear();
+                });
+                // A chunk's effects count for its session like any event's.
+                let sid = &released.context.session_id;
+                if !sid.is_empty() {
+                    let e = step.decision.effects;
+                    sessions.apply_effects(sid, e.strikes, e.flag_trajectory, false);
+                }
                 let span_id =
                     telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
                 let wire = convert::decision(&step.decision);
@@ -239,12 +260,16 @@ impl GuardService for Guard {
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(wire),
                     released_text: step.released_text,
-                    held_bytes: step.held_bytes as u32,
+                    held_bytes: if stop_now.is_some() {
+                        0
+                    } else {
+                        step.held_bytes as u32
+                    },
                 };
                 if tx.send(Ok(resp)).await.is_err() {
                     return;
                 }
-                if g.is_stopped() || msg.r#final {
+                if stop_now.is_some() || g.is_stopped() || msg.r#final {
                     return;
                 }
             }

@@ -281,22 +281,12 @@ fn session_hits(
     hits: &mut Vec<RuleHit>,
 ) {
     let sid = &event.context.session_id;
-    let limit = policy.sessions.strike_limit;
     // A call without a session has no strikes or findings, but tenant and global rate
     // limits still apply to it.
-    if !sid.is_empty() && limit > 0 && snap.strikes >= limit {
-        hits.push(
-            RuleHit::new(
-                STRIKE_LIMIT_RULE,
-                Action::Stop,
-                RiskLevel::High,
-                format!(
-                    "this session has {} strikes, reaching its limit of {limit}; every later event of the session is stopped",
-                    snap.strikes
-                ),
-            )
-            .tagged("session"),
-        );
+    if !sid.is_empty()
+        && let Some(h) = strike_hit(policy, snap.strikes)
+    {
+        hits.push(h);
     }
     match &opts.candidate_of {
         Some(late) => hits.extend(late.iter().map(late_hit)),
@@ -330,6 +320,22 @@ fn session_hits(
             }
         }
     }
+}
+
+/// The STOP a session gets once its strikes reach `sessions.strike_limit`, if they have.
+pub fn strike_hit(policy: &Policy, strikes: u32) -> Option<RuleHit> {
+    let limit = policy.sessions.strike_limit;
+    (limit > 0 && strikes >= limit).then(|| {
+        RuleHit::new(
+            STRIKE_LIMIT_RULE,
+            Action::Stop,
+            RiskLevel::High,
+            format!(
+                "this session has {strikes} strikes, reaching its limit of {limit}; every later event of the session is stopped"
+            ),
+        )
+        .tagged("session")
+    })
 }
 
 fn late_hit(f: &Finding) -> RuleHit {

@@ -860,6 +860,37 @@ async fn strikes_reach_the_session_limit() {
     let sess = session(&mut c, "strk").await;
     assert_eq!(sess.strikes, 2);
     assert_eq!(sess.strike_limit, 2);
+
+    // The session's streamed output is stopped too, and nothing of it is released.
+    let reqs = vec![
+        toolgate::proto::StreamLlmChunksRequest {
+            context: Some(toolgate::proto::EventContext {
+                session_id: "strk".into(),
+                ..Default::default()
+            }),
+            chunk: "Sure, here is the plan".into(),
+            r#final: false,
+        },
+        toolgate::proto::StreamLlmChunksRequest {
+            context: None,
+            chunk: " in full.".into(),
+            r#final: true,
+        },
+    ];
+    let mut inbound = c
+        .stream_llm_chunks(tokio_stream::iter(reqs))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = inbound.message().await.unwrap().unwrap();
+    let d = first.decision.unwrap();
+    assert_eq!(d.action(), Action::Stop, "{:?}", hit_ids(&d));
+    assert!(hit_ids(&d).contains(&"strike_limit"));
+    assert!(first.released_text.is_empty());
+    assert!(
+        inbound.message().await.unwrap().is_none(),
+        "the stream ends"
+    );
     // Another session is untouched.
     let d = start(&mut c, call("clean", "1", "fs.list", r#"{"path":"."}"#)).await;
     assert_eq!(d.action(), Action::Allow);
