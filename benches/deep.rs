@@ -95,6 +95,23 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // A benign 1 KB tool result on a medium-tier tool: the default pack's
+    // `injection-heuristics` runs on the pool and the decision waits for it. A new session
+    // and new text every call, so the verdict cache never answers.
+    g.bench_function("tool_call_result_1KB_awaiting_injection_heuristics", |b| {
+        b.iter(|| {
+            i += 1;
+            let mut e = event(i);
+            e.kind = EventKind::ToolCallResult;
+            e.tool_name = "web.fetch".into();
+            e.output =
+                format!("Order {i} shipped to the warehouse in region {}. ", i % 17).repeat(20);
+            let (_, d) = tokio.block_on(decide(e, &policy, &rt, &meta, 1024, Options::default()));
+            assert_eq!(d.deep_awaited, 1);
+            black_box(d)
+        })
+    });
+
     // Saturate: one job per worker running, then the queue filled to capacity.
     let capacity = policy.async_cfg.queue_capacity as usize + policy.async_cfg.workers as usize;
     let input = Arc::new(DeepInput {
