@@ -80,20 +80,20 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("fast_path_1KB_tool_call_start");
     let mut i = 0u64;
-    g.bench_function("pool_idle", |b| {
-        b.iter(|| {
-            i += 1;
-            let (_, d) = tokio.block_on(decide(
-                event(i),
-                &policy,
-                &rt,
-                &meta,
-                1024,
-                Options::default(),
-            ));
-            black_box(d)
-        })
-    });
+    // The measured call, the same with the pool idle and saturated.
+    let one_call = |i: &mut u64| {
+        *i += 1;
+        let (_, d) = tokio.block_on(decide(
+            event(*i),
+            &policy,
+            &rt,
+            &meta,
+            1024,
+            Options::default(),
+        ));
+        black_box(d)
+    };
+    g.bench_function("pool_idle", |b| b.iter(|| one_call(&mut i)));
 
     // A benign 1 KB tool result on a medium-tier tool: the default pack's
     // `injection-heuristics` runs on the pool and the decision waits for it. A new session
@@ -145,20 +145,7 @@ fn bench(c: &mut Criterion) {
         rt.pool().depth()
     );
 
-    g.bench_function("pool_saturated", |b| {
-        b.iter(|| {
-            i += 1;
-            let (_, d) = tokio.block_on(decide(
-                event(i),
-                &policy,
-                &rt,
-                &meta,
-                1024,
-                Options::default(),
-            ));
-            black_box(d)
-        })
-    });
+    g.bench_function("pool_saturated", |b| b.iter(|| one_call(&mut i)));
     g.finish();
 }
 
