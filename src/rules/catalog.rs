@@ -486,6 +486,22 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
         ),
         &["delete"],
     ),
+    // UPDATE with no WHERE at all: every row is overwritten. `SET column =` is required, so
+    // prose ("update the set of users") is not read as SQL. The match runs to the first `;`
+    // outside quotes (newlines included, as a WHERE often starts a new line) and the
+    // validator rejects it when a WHERE appears outside quotes.
+    PatternDef {
+        validator: Validator::NoWhereClause,
+        ..pattern(
+            "update_all_rows",
+            concat!(
+                r"(?-u:\b)update\s+",
+                sql_ident!(),
+                r#"\s+set\s+[a-z_"`\[][\w."`\]]*\s*=(?:[^;'"]|'[^']*'|"[^"]*"){0,500}"#
+            ),
+            &["update"],
+        )
+    },
     // The same for UPDATE: every row is overwritten.
     pattern(
         "update_where_always_true",
@@ -1954,8 +1970,20 @@ mod tests {
                 "delete from public.orders;",
                 "cursor.execute(\"DELETE FROM sessions\")",
                 "DELETE FROM users WHERE 1=1;",
+                "UPDATE accounts SET balance = 0;",
+                "UPDATE t SET a = 1",
+                "psql -c \"UPDATE users SET active=false\"",
+                "UPDATE t SET a = 1; DELETE FROM u WHERE id=1",
+                "update users set note = 'where is it';",
             ],
             miss: &[
+                "update users set note = 'x;y' where id = 1",
+                "UPDATE t SET name='x' WHERE id=1",
+                "UPDATE t\nSET a = 1\nWHERE id = 2;",
+                "psql -c 'UPDATE users SET active=false WHERE id=3'",
+                "Please update the set of users in the spreadsheet",
+                "To update the settings set the flag to true",
+                "update the record set by the admin",
                 "DELETE FROM sessions WHERE expires_at < now()",
                 "SELECT * FROM t WHERE 1=1 AND id=5",
                 "DELETE FROM t WHERE 1=1 AND id = 5",

@@ -93,4 +93,7 @@ pub enum Validator {
     Ssn,
     /// Email: not on the rule's `config.allow_emails` list.
     EmailNotAllowed,
+    /// SQL statement: no `WHERE` keyword outside quoted strings (the regex crate has no
+    /// lookahead to say "not followed by WHERE").
+    NoWhereClause,
 }

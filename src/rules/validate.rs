@@ -11,6 +11,7 @@ pub fn check(v: Validator, matched: &str, allow_emails: &[String]) -> bool {
         Validator::Iban => iban(matched),
         Validator::Ssn => ssn(matched),
         Validator::EmailNotAllowed => !email_allowed(matched, allow_emails),
+        Validator::NoWhereClause => !has_where_clause(matched),
     }
 }
 
@@ -200,6 +201,34 @@ pub fn email_allowed(email: &str, allow: &[String]) -> bool {
     })
 }
 
+/// Whether the statement has a `WHERE` keyword outside quoted strings and identifiers.
+fn has_where_clause(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
+            None => {
+                let word_start = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+                if word_start
+                    && b.len() - i >= 5
+                    && b[i..i + 5].eq_ignore_ascii_case(b"where")
+                    && b.get(i + 5)
+                        .is_none_or(|n| !(n.is_ascii_alphanumeric() || *n == b'_'))
+                {
+                    return true;
+                }
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +381,25 @@ mod tests {
             &allow
         ));
         assert!(!check(Validator::EmailNotAllowed, "OK@example.com", &allow));
+        assert!(check(
+            Validator::NoWhereClause,
+            "update t set a = 1;",
+            &allow
+        ));
+        assert!(check(
+            Validator::NoWhereClause,
+            "update t set note = 'where are we';",
+            &allow
+        ));
+        assert!(!check(
+            Validator::NoWhereClause,
+            "update t set a = 1 WHERE id = 2;",
+            &allow
+        ));
+        assert!(check(
+            Validator::NoWhereClause,
+            "update t set nowhere = 1",
+            &allow
+        ));
     }
 }
