@@ -91,7 +91,7 @@ fn bench(c: &mut Criterion) {
         let start = CallStart::now();
         let chosen = telemetry.tracing.choose(&parent);
         let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-        telemetry.record_chosen(ev, d, &policy, start, &parent, chosen, |_| ());
+        telemetry.record(ev, d, &policy, start, &parent, chosen, |_| ());
     };
     g.bench_function("on", |b| b.iter(|| on(e.clone())));
     // One part at a time, to show where the overhead is.

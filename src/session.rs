@@ -324,13 +324,8 @@ impl SessionStore {
         if len <= target {
             return;
         }
-        let mut ages: Vec<(Instant, String)> = self
-            .sessions
-            .iter()
-            .map(|e| (e.last_seen, e.key().clone()))
-            .collect();
-        ages.sort_unstable();
-        for (_, id) in ages.into_iter().take(len - target) {
+        let ages = self.sessions.iter().map(|e| (e.last_seen, e.key().clone()));
+        for id in oldest(ages, len - target) {
             if self.sessions.remove(&id).is_some() {
                 self.evicted.fetch_add(1, Ordering::Relaxed);
             }
@@ -453,14 +448,12 @@ impl SessionStore {
         if self.shared_buckets.len() < MAX_SHARED_BUCKETS {
             return;
         }
-        let mut ages: Vec<(Instant, (String, String))> = self
+        let ages = self
             .shared_buckets
             .iter()
             .filter(|e| !e.key().1.is_empty())
-            .map(|e| (e.last, e.key().clone()))
-            .collect();
-        ages.sort_unstable();
-        for (_, key) in ages.into_iter().take(MAX_SHARED_BUCKETS / 100 + 1) {
+            .map(|e| (e.last, e.key().clone()));
+        for key in oldest(ages, MAX_SHARED_BUCKETS / 100 + 1) {
             self.shared_buckets.remove(&key);
         }
     }
@@ -546,13 +539,8 @@ impl SessionStore {
         self.pauses
             .retain(|_, p| matches!(p.state(), PauseState::Pending | PauseState::Approved));
         if self.pauses.len() >= MAX_PAUSES {
-            let mut ages: Vec<(Instant, String)> = self
-                .pauses
-                .iter()
-                .map(|p| (p.expires, p.key().clone()))
-                .collect();
-            ages.sort_unstable();
-            for (_, id) in ages.into_iter().take(MAX_PAUSES / 100 + 1) {
+            let ages = self.pauses.iter().map(|p| (p.expires, p.key().clone()));
+            for id in oldest(ages, MAX_PAUSES / 100 + 1) {
                 self.pauses.remove(&id);
             }
         }
@@ -645,6 +633,17 @@ impl SessionStore {
             .filter(|p| p.state() == PauseState::Pending)
             .count()
     }
+}
+
+/// The keys of the `n` earliest instants: what to evict first. A partial selection, not a
+/// full sort, since only the oldest hundredth of a table is dropped at a time.
+fn oldest<K: Ord>(ages: impl Iterator<Item = (Instant, K)>, n: usize) -> Vec<K> {
+    let mut ages: Vec<(Instant, K)> = ages.collect();
+    if n < ages.len() {
+        ages.select_nth_unstable(n);
+        ages.truncate(n);
+    }
+    ages.into_iter().map(|(_, k)| k).collect()
 }
 
 fn new_pause_id() -> String {

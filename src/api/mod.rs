@@ -106,7 +106,7 @@ impl Guard {
             };
             let (event, d) =
                 pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            telemetry.record_chosen(event, d, &policy, start, &parent, chosen, convert::decision)
+            telemetry.record(event, d, &policy, start, &parent, chosen, convert::decision)
         })
         .await
         .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
@@ -253,10 +253,16 @@ impl GuardService for Guard {
                     let e = step.decision.effects;
                     sessions.apply_effects(sid, e.strikes, e.flag_trajectory, false);
                 }
-                let span_id =
-                    telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
-                let wire = convert::decision(&step.decision);
-                telemetry.record(released, step.decision, &policy, start, span_id, None);
+                let chosen = telemetry.tracing.choose(&parent);
+                let wire = telemetry.record(
+                    released,
+                    step.decision,
+                    &policy,
+                    start,
+                    &parent,
+                    chosen,
+                    convert::decision,
+                );
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(wire),
                     released_text: step.released_text,
@@ -279,12 +285,18 @@ impl GuardService for Guard {
                 && !g.is_stopped()
             {
                 let start = CallStart::now();
-                let mut step = g.push("", true, &policy, &meta);
+                let step = g.push("", true, &policy, &meta);
                 let released = g.released_event(&step);
-                let span_id =
-                    telemetry.trace(&released, &mut step.decision, &policy, start, &parent);
-                let wire = convert::decision(&step.decision);
-                telemetry.record(released, step.decision, &policy, start, span_id, None);
+                let chosen = telemetry.tracing.choose(&parent);
+                let wire = telemetry.record(
+                    released,
+                    step.decision,
+                    &policy,
+                    start,
+                    &parent,
+                    chosen,
+                    convert::decision,
+                );
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
                         decision: Some(wire),
@@ -490,7 +502,7 @@ async fn filter_candidates(
         } else if first_filtered.is_none() {
             first_filtered = Some((event.clone(), d.clone()));
         }
-        resp.decisions.push(telemetry.record_chosen(
+        resp.decisions.push(telemetry.record(
             event,
             d,
             policy,

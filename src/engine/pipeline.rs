@@ -746,16 +746,19 @@ fn finding(
     }
 }
 
+/// The call's arguments as JSON text, redacted where the decision redacted them.
+fn shown_arguments(event: &Event, d: &Decision) -> String {
+    d.redacted_arguments_json
+        .clone()
+        .or_else(|| event.arguments.as_ref().map(|a| a.to_string()))
+        .unwrap_or_default()
+}
+
 /// The event as deep rules see it: the fast path's redactions applied, so no secret the
 /// fast rules found leaves the process, and capped so a queued job's memory is bounded.
 fn deep_input(event: &Event, d: &Decision, policy: &Policy) -> DeepInput {
     let mut text = String::new();
-    let args = || {
-        d.redacted_arguments_json
-            .clone()
-            .or_else(|| event.arguments.as_ref().map(|a| a.to_string()))
-            .unwrap_or_default()
-    };
+    let args = || shown_arguments(event, d);
     match event.kind {
         EventKind::LlmBefore => {
             let messages = if d.redacted_messages.is_empty() {
@@ -863,14 +866,10 @@ fn exhausted_hit(policy: &Policy) -> RuleHit {
 }
 
 fn register_pause(event: &Event, policy: &Policy, rt: &Runtime, d: &mut Decision) {
-    let Some(spec) = d.pause.as_mut() else {
+    let Some(reason) = d.pause.as_ref().map(|p| p.reason.clone()) else {
         return;
     };
-    let args = d
-        .redacted_arguments_json
-        .clone()
-        .or_else(|| event.arguments.as_ref().map(|a| a.to_string()))
-        .unwrap_or_default();
+    let args = shown_arguments(event, d);
     // What an approval lifts: the hits that asked for a human or a retry, never a STOP.
     let cause = d
         .hits
@@ -883,17 +882,19 @@ fn register_pause(event: &Event, policy: &Policy, rt: &Runtime, d: &mut Decision
         step: &event.context.step_id,
         tool: &event.tool_name,
         fingerprint: fingerprint(event),
-        reason: &spec.reason,
+        reason: &reason,
         redacted_arguments_json: &args,
         cause,
         ttl: policy.approval_ttl,
     });
-    spec.pause_id = p.id.clone();
-    spec.expires_at_unix = p
-        .expires_at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    if let Some(spec) = d.pause.as_mut() {
+        spec.pause_id = p.id.clone();
+        spec.expires_at_unix = p
+            .expires_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+    }
     if let Some(m) = &rt.metrics {
         m.set_pauses_pending(rt.sessions.pending_pauses() as i64);
     }

@@ -48,44 +48,14 @@ impl Telemetry {
         })
     }
 
-    /// Records the decision's span and fills `trace_id` when the caller sent none; returns
-    /// the span id for the log line (empty when tracing is off).
-    pub fn trace(
-        &self,
-        event: &Event,
-        d: &mut Decision,
-        policy: &Policy,
-        start: CallStart,
-        parent: &opentelemetry::Context,
-    ) -> String {
-        let open = self.tracing.begin(parent, start.wall);
-        self.finish_trace(open, event, d, policy)
-    }
-
-    /// Ends a decision span opened at the start of the call (see `Tracing::begin`).
-    pub fn finish_trace(
-        &self,
-        open: Option<trace::OpenSpan>,
-        event: &Event,
-        d: &mut Decision,
-        policy: &Policy,
-    ) -> String {
-        let Some(open) = open else {
-            return String::new();
-        };
-        let (trace_id, span_id) = trace::finish(open, d, event, policy, SystemTime::now());
-        if d.trace_id.is_empty() {
-            d.trace_id = trace_id;
-        }
-        span_id
-    }
-
-    /// Records a decision whose span ids were chosen at its start (`Tracing::choose`): fills
-    /// the decision's trace id when the caller sent none, and hands the span to the writer
-    /// thread with the log line. `view` sees the finished decision first (the wire form is
-    /// built there), so nothing is copied.
+    /// Records one decision: counts it, fills its trace id from the span ids chosen at the
+    /// start of the call (`Tracing::choose`) when the caller sent none, and hands the log
+    /// line and the span to the writer thread, which builds both. `view` sees the finished
+    /// decision first (the wire form is built there), so nothing is copied. There is no
+    /// await between the decision and this call, so a caller that cancels mid-call cannot
+    /// skip it.
     #[allow(clippy::too_many_arguments)]
-    pub fn record_chosen<T>(
+    pub fn record<T>(
         &self,
         event: Event,
         mut d: Decision,
@@ -96,7 +66,7 @@ impl Telemetry {
         view: impl FnOnce(&Decision) -> T,
     ) -> T {
         let mut span_id = String::new();
-        let pending = chosen.map(|sc| {
+        let span = chosen.map(|sc| {
             if d.trace_id.is_empty() {
                 d.trace_id = sc.trace_id().to_string();
             }
@@ -109,22 +79,6 @@ impl Telemetry {
             }
         });
         let out = view(&d);
-        self.record(event, d, policy, start, span_id, pending);
-        out
-    }
-
-    /// Counts the decision and hands it to the log writer, which builds the line (and the
-    /// span, when `span` is given) on its own thread. There is no await between the
-    /// decision and this call, so a caller that cancels mid-call cannot skip it.
-    pub fn record(
-        &self,
-        event: Event,
-        d: Decision,
-        policy: &Arc<Policy>,
-        start: CallStart,
-        span_id: String,
-        span: Option<trace::PendingSpan>,
-    ) {
         self.metrics.record(
             event.kind,
             &d,
@@ -141,5 +95,6 @@ impl Telemetry {
         if !self.log.record(record) {
             self.metrics.decision_log_dropped();
         }
+        out
     }
 }

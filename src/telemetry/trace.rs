@@ -91,18 +91,6 @@ pub struct PendingSpan {
     pub end: SystemTime,
 }
 
-/// A decision span opened when the call starts, so the deep-rule spans of the call can be
-/// its children; attributes are set when the decision is known.
-pub struct OpenSpan {
-    span: opentelemetry_sdk::trace::Span,
-}
-
-impl OpenSpan {
-    pub fn context(&self) -> opentelemetry::trace::SpanContext {
-        self.span.span_context().clone()
-    }
-}
-
 /// Reads `traceparent`/`tracestate` from gRPC metadata.
 struct MetadataExtractor<'a>(&'a tonic::metadata::MetadataMap);
 
@@ -136,15 +124,6 @@ impl Extractor for MapExtractor<'_> {
 /// The caller's span context, or an empty context when the call carried none.
 pub fn parent_from_metadata(md: &tonic::metadata::MetadataMap) -> Context {
     TraceContextPropagator::new().extract(&MetadataExtractor(md))
-}
-
-/// What the span records besides the decision itself.
-pub struct SpanInput<'a> {
-    pub parent: &'a Context,
-    pub event: &'a Event,
-    pub policy: &'a Policy,
-    pub start: SystemTime,
-    pub end: SystemTime,
 }
 
 impl Tracing {
@@ -224,26 +203,7 @@ impl Tracing {
             .with_start_time(p.start)
             .start_with_context(&tracer, &p.parent);
         CHOSEN.with(|c| c.set(None));
-        finish(OpenSpan { span }, d, event, policy, p.end);
-    }
-
-    /// Opens a decision span, a child of the caller's span; `None` when tracing is off.
-    pub fn begin(&self, parent: &Context, start: SystemTime) -> Option<OpenSpan> {
-        let provider = self.provider.as_ref()?;
-        let tracer = provider.tracer("toolgate");
-        let span = tracer
-            .span_builder("toolgate.evaluate")
-            .with_kind(SpanKind::Internal)
-            .with_start_time(start)
-            .start_with_context(&tracer, parent);
-        Some(OpenSpan { span })
-    }
-
-    /// Records the decision span in one go and returns its (trace id, span id) as hex, or
-    /// `None` when tracing is off.
-    pub fn decision_span(&self, d: &Decision, input: SpanInput<'_>) -> Option<(String, String)> {
-        let open = self.begin(input.parent, input.start)?;
-        Some(finish(open, d, input.event, input.policy, input.end))
+        finish(span, d, event, policy, p.end);
     }
 
     /// One deep-rule job, a child of its decision's span: when it was queued, when it ran,
@@ -294,14 +254,14 @@ impl Tracing {
 }
 
 /// Sets the decision's attributes and one `rule_hit` event per hit (rule, action, level,
-/// never matched text) on an open span, ends it, and returns (trace id, span id) as hex.
-pub fn finish(
-    mut open: OpenSpan,
+/// never matched text) on the decision's span and ends it.
+fn finish(
+    mut span: opentelemetry_sdk::trace::Span,
     d: &Decision,
     e: &Event,
     policy: &Policy,
     end: SystemTime,
-) -> (String, String) {
+) {
     let tier = match e.kind {
         crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
             policy.tiers.tier(&e.tool_name).as_str()
@@ -337,9 +297,9 @@ pub fn finish(
     if let Some(a) = d.shadow_action {
         attrs.push(KeyValue::new("toolgate.shadow_action", a.as_str()));
     }
-    open.span.set_attributes(attrs);
+    span.set_attributes(attrs);
     for h in &d.hits {
-        open.span.add_event(
+        span.add_event(
             "rule_hit",
             vec![
                 KeyValue::new("rule.id", h.rule_id.clone()),
@@ -348,9 +308,7 @@ pub fn finish(
             ],
         );
     }
-    let cx = open.span.span_context().clone();
-    open.span.end_with_timestamp(end);
-    (cx.trace_id().to_string(), cx.span_id().to_string())
+    span.end_with_timestamp(end);
 }
 
 /// The parent's trace id as hex when the context carries a valid remote span.

@@ -89,3 +89,20 @@ impl DecisionOf for tonic::Response<toolgate::proto::LlmBeforeResponse> {
         self.into_inner().decision.expect("a decision")
     }
 }
+
+/// The sum of a metric's samples in a Prometheus text scrape whose labels include `labels`.
+pub fn metric_value(body: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => 0.0,
+        })
+        .sum()
+}

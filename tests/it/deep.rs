@@ -113,19 +113,7 @@ async fn metric(admin: std::net::SocketAddr, name: &str, labels: &[(&str, &str)]
         .text()
         .await
         .unwrap();
-    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
-    scrape
-        .samples
-        .iter()
-        .filter(|s| s.metric == name)
-        .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
-        .map(|s| match s.value {
-            prometheus_parse::Value::Counter(v)
-            | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => v,
-            _ => 0.0,
-        })
-        .sum()
+    super::common::metric_value(&body, name, labels)
 }
 
 // ---------------------------------------------------------------------------------------

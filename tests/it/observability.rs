@@ -63,22 +63,9 @@ async fn metrics_admin_endpoints_and_decision_log() {
 
     let (code, body) = get(admin, "/metrics").await;
     assert_eq!(code, 200);
-    let lines = body.lines().map(|l| Ok(l.to_string()));
-    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
-    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
-        scrape
-            .samples
-            .iter()
-            .filter(|s| s.metric == name)
-            .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
-            .map(|s| match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => 0.0,
-            })
-            .sum()
-    };
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let value =
+        |name: &str, labels: &[(&str, &str)]| super::common::metric_value(&body, name, labels);
     let decisions = "toolgate_decisions_total";
     assert_eq!(
         value(
