@@ -200,6 +200,19 @@ impl GuardService for Guard {
             // Set when the stream's session has reached its strike limit: the first chunk
             // is answered with a STOP and nothing is released.
             let mut struck_out = None;
+            // Each chunk's decision is recorded like a unary call's, span ids chosen now.
+            let record_chunk = |released, decision, start| {
+                let chosen = telemetry.tracing.choose(&parent);
+                telemetry.record(
+                    released,
+                    decision,
+                    &policy,
+                    start,
+                    &parent,
+                    chosen,
+                    convert::decision,
+                )
+            };
             loop {
                 let msg = match inbound.next().await {
                     None => break,
@@ -253,16 +266,7 @@ impl GuardService for Guard {
                     let e = step.decision.effects;
                     sessions.apply_effects(sid, e.strikes, e.flag_trajectory, false);
                 }
-                let chosen = telemetry.tracing.choose(&parent);
-                let wire = telemetry.record(
-                    released,
-                    step.decision,
-                    &policy,
-                    start,
-                    &parent,
-                    chosen,
-                    convert::decision,
-                );
+                let wire = record_chunk(released, step.decision, start);
                 let resp = proto::StreamLlmChunksResponse {
                     decision: Some(wire),
                     released_text: step.released_text,
@@ -287,16 +291,7 @@ impl GuardService for Guard {
                 let start = CallStart::now();
                 let step = g.push("", true, &policy, &meta);
                 let released = g.released_event(&step);
-                let chosen = telemetry.tracing.choose(&parent);
-                let wire = telemetry.record(
-                    released,
-                    step.decision,
-                    &policy,
-                    start,
-                    &parent,
-                    chosen,
-                    convert::decision,
-                );
+                let wire = record_chunk(released, step.decision, start);
                 let _ = tx
                     .send(Ok(proto::StreamLlmChunksResponse {
                         decision: Some(wire),
