@@ -2,6 +2,7 @@
 //! and the fast scanner that runs a compiled rule set over an event in one pass.
 
 pub mod catalog;
+pub mod digits;
 pub mod fast;
 pub mod validate;
 
