@@ -37,6 +37,7 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         decision_log: None,
         tracing: Default::default(),
         approver_token: token.map(str::to_string),
+        mcp: None,
     })
     .await
     .expect("server starts")

@@ -60,6 +60,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
             service_name: Some("toolgate-test".into()),
         },
         approver_token: None,
+        mcp: None,
     })
     .await
     .unwrap();
