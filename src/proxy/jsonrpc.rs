@@ -147,13 +147,16 @@ pub fn blocked_response(id: &Value, v: &Verdict) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": blocked_result(v)})
 }
 
+/// Whether a message is a response (a result or an error, not a request or notification).
+pub fn is_reply(m: &Value) -> bool {
+    m.is_object()
+        && m.get("method").is_none()
+        && (m.get("result").is_some() || m.get("error").is_some())
+}
+
 /// The response to `id` inside an upstream message (an object, or a batch array).
 pub fn find_reply_mut<'a>(msg: &'a mut Value, id: &Value) -> Option<&'a mut Value> {
-    let is_reply = |m: &Value| {
-        m.get("id") == Some(id)
-            && m.get("method").is_none()
-            && (m.get("result").is_some() || m.get("error").is_some())
-    };
+    let is_reply = |m: &Value| m.get("id") == Some(id) && is_reply(m);
     match msg {
         Value::Array(items) => items.iter_mut().find(|m| is_reply(m)),
         m if is_reply(m) => Some(m),
@@ -481,6 +484,19 @@ mod tests {
             assert_eq!(reply["result"]["isError"], true);
             assert_eq!(reply["result"]["_meta"][META_KEY]["action"], "stop");
         }
+    }
+
+    #[test]
+    fn replies_are_told_from_requests_and_notifications() {
+        assert!(is_reply(&json!({"jsonrpc":"2.0","id":1e0,"result":{}})));
+        assert!(is_reply(
+            &json!({"jsonrpc":"2.0","id":null,"error":{"code":1}})
+        ));
+        assert!(!is_reply(&json!({"jsonrpc":"2.0","id":1,"method":"ping"})));
+        assert!(!is_reply(
+            &json!({"jsonrpc":"2.0","method":"notifications/progress"})
+        ));
+        assert!(!is_reply(&json!([{"jsonrpc":"2.0","id":1,"result":{}}])));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tokio_stream::StreamExt;
 use super::Verdict;
 use super::error::{ProxyError, UpstreamError};
 use super::jsonrpc::{self, Incoming, ToolCall};
+use super::outstanding::{CallKey, Outstanding};
 use super::sse::{self, SseError, SseEvent, SseParser};
 use crate::engine::CallMeta;
 use crate::engine::pipeline::{self, Options, Runtime};
@@ -234,20 +235,34 @@ fn upstream_headers(incoming: &HeaderMap) -> HeaderMap {
     })
 }
 
-/// What a tool call's reply is guarded with: the call as forwarded and who made it.
-struct Pending {
+/// A forwarded tool call whose reply is awaited: what the reply is guarded with.
+#[derive(Clone)]
+struct Awaited {
     call: ToolCall,
     context: Context,
     policy: Arc<Policy>,
     parent: opentelemetry::Context,
+}
+
+/// A call on its way to the upstream: what its reply is guarded with, where it is
+/// remembered, and the span around the upstream exchange.
+struct Pending {
+    awaited: Awaited,
+    key: CallKey,
     span: ClientSpan,
 }
+
+/// How many forwarded calls may await their replies at once, and for how long one is
+/// remembered; past either, a resumed reply is guarded as a result of an unknown tool.
+const OUTSTANDING_CALLS: usize = 8192;
+const OUTSTANDING_TTL: Duration = Duration::from_secs(3600);
 
 struct Inner {
     store: Arc<PolicyStore>,
     telemetry: Arc<Telemetry>,
     runtime: Arc<Runtime>,
     upstream: Upstream,
+    outstanding: Outstanding<Awaited>,
     /// Turns true when the server stops: server-to-client streams, which never end by
     /// themselves, close so the drain can finish.
     shutdown: watch::Receiver<bool>,
@@ -269,6 +284,7 @@ impl McpProxy {
             telemetry,
             runtime,
             upstream: Upstream::new(cfg)?,
+            outstanding: Outstanding::new(OUTSTANDING_CALLS, OUTSTANDING_TTL),
             shutdown,
         })))
     }
@@ -297,14 +313,15 @@ impl McpProxy {
         let up = &self.0.upstream;
         let target = up.target(&parts.uri);
         let endpoint = up.is_endpoint(parts.uri.path());
+        if endpoint && parts.method == Method::GET {
+            let headers = upstream_headers(&parts.headers);
+            let resp = up.send(parts.method, target, headers, body).await?;
+            return Ok(self.relay_server_stream(resp, &parts.headers, policy));
+        }
         if !(endpoint && parts.method == Method::POST) {
-            // GET opens the server's stream to the client, which only ends when the server
-            // (or the client) ends it: it closes when the proxy stops.
-            let endless = endpoint && parts.method == Method::GET;
-            let resp = up
-                .send(parts.method, target, upstream_headers(&parts.headers), body)
-                .await?;
-            return Ok(self.relay(resp, endless));
+            let headers = upstream_headers(&parts.headers);
+            let resp = up.send(parts.method, target, headers, body).await?;
+            return Ok(self.relay(resp, false));
         }
         // A tool call must be parsed to be guarded, so a body that is not JSON stops here.
         let msg: Value =
@@ -380,7 +397,7 @@ impl McpProxy {
             None => body,
         };
         let up = &self.0.upstream;
-        let mut span = self.0.telemetry.tracing.client_span(
+        let span = self.0.telemetry.tracing.client_span(
             chosen.as_ref(),
             "toolgate.upstream",
             vec![
@@ -398,88 +415,84 @@ impl McpProxy {
         {
             out_headers.insert(HeaderName::from_static("traceparent"), tp);
         }
-        let resp = match up.send(Method::POST, target, out_headers, body).await {
-            Ok(r) => r,
-            Err(e) => {
-                span.fail(e.kind());
-                span.end();
-                return Err(e.into());
-            }
-        };
-        let status = resp.status();
-        span.set_attribute(KeyValue::new(
-            "http.response.status_code",
-            i64::from(status.as_u16()),
-        ));
-        if status.is_server_error() {
-            span.fail("status");
-            span.end();
-            return Err(UpstreamError::Status {
-                addr: up.addr.clone(),
-                status: status.as_u16(),
-            }
-            .into());
-        }
-        let pending = Pending {
+        let key = (mcp_session(&headers), call.id.to_string());
+        let awaited = Awaited {
             call,
             context,
             policy,
             parent,
-            span,
         };
+        // Remembered before it goes: the reply may come back on another stream.
+        self.0.outstanding.insert(key.clone(), awaited.clone());
+        let mut p = Pending { awaited, key, span };
+        let resp = match up.send(Method::POST, target, out_headers, body).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.failed(p, e)),
+        };
+        let status = resp.status();
+        p.span.set_attribute(KeyValue::new(
+            "http.response.status_code",
+            i64::from(status.as_u16()),
+        ));
+        if status.is_server_error() {
+            let e = UpstreamError::Status {
+                addr: up.addr.clone(),
+                status: status.as_u16(),
+            };
+            return Err(self.failed(p, e));
+        }
         if !status.is_success() {
             // 4xx and 3xx are the transport's answer (an expired session, missing auth),
             // not a tool's output: the client needs them as they are.
-            pending.span.end();
+            self.0.outstanding.take(&p.key);
+            p.span.end();
             return Ok(self.relay(resp, false));
         }
-        let content_type = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let content_type = content_type(resp.headers());
         if content_type.starts_with("text/event-stream") {
-            return Ok(self.relay_guarded(resp, pending));
+            return Ok(self.relay_guarded(resp, p));
         }
         if content_type.starts_with("application/json") {
-            return self.json_reply(resp, pending).await;
+            return self.json_reply(resp, p).await;
         }
-        let mut span = pending.span;
-        span.fail("malformed_reply");
-        span.end();
-        Err(UpstreamError::Malformed {
+        let e = UpstreamError::Malformed {
             addr: up.addr.clone(),
             why: format!(
                 "expected JSON or an event stream, got status {status} with no JSON-RPC reply"
             ),
-        }
-        .into())
+        };
+        Err(self.failed(p, e))
+    }
+
+    /// Ends a call that will get no reply from the upstream: it is no longer awaited and
+    /// its span records why.
+    fn failed(&self, p: Pending, e: UpstreamError) -> ProxyError {
+        let Pending { key, mut span, .. } = p;
+        self.0.outstanding.take(&key);
+        span.fail(e.kind());
+        span.end();
+        e.into()
     }
 
     /// A tool call's reply as one JSON body: read it whole (bounded), guard it, answer.
     async fn json_reply(
         &self,
         resp: reqwest::Response,
-        mut p: Pending,
+        p: Pending,
     ) -> Result<Response, ProxyError> {
         let up = &self.0.upstream;
         let status = resp.status();
         let headers = end_to_end(resp.headers(), |_| true);
-        let limit = p.policy.max_message_bytes;
+        let limit = p.awaited.policy.max_message_bytes;
         let read = tokio::time::timeout(up.timeout, read_reply(up, resp, limit)).await;
         let bytes = match read.unwrap_or_else(|_| Err(up.timed_out())) {
             Ok(b) => b,
-            Err(e) => {
-                p.span.fail(e.kind());
-                p.span.end();
-                return Err(e.into());
-            }
+            Err(e) => return Err(self.failed(p, e)),
         };
         let parsed = serde_json::from_slice::<Value>(&bytes)
             .map_err(|e| e.to_string())
             .and_then(|mut msg| {
-                if jsonrpc::find_reply_mut(&mut msg, &p.call.id).is_some() {
+                if jsonrpc::find_reply_mut(&mut msg, &p.awaited.call.id).is_some() {
                     Ok(msg)
                 } else {
                     Err("no response with the call's id".to_string())
@@ -488,33 +501,23 @@ impl McpProxy {
         let mut msg = match parsed {
             Ok(m) => m,
             Err(why) => {
-                p.span.fail("malformed_reply");
-                p.span.end();
-                return Err(UpstreamError::Malformed {
+                let e = UpstreamError::Malformed {
                     addr: up.addr.clone(),
                     why,
-                }
-                .into());
+                };
+                return Err(self.failed(p, e));
             }
         };
         let Pending {
-            call,
-            context,
-            policy,
-            parent,
-            span,
+            awaited,
+            key,
+            mut span,
         } = p;
+        self.0.outstanding.take(&key);
         span.end();
-        let guarded = Guarded {
-            call: &call,
-            context: &context,
-            policy: &policy,
-            parent: &parent,
-        };
-        let changed = match jsonrpc::find_reply_mut(&mut msg, &call.id) {
-            Some(reply) => self.guard_reply(&guarded, reply, bytes.len()).await?,
-            None => false,
-        };
+        let (_, changed) = self
+            .guard_message(&mut msg, bytes.len(), |_| Some(awaited.clone()))
+            .await;
         let body = if changed {
             Bytes::from(msg.to_string())
         } else {
@@ -530,22 +533,22 @@ impl McpProxy {
     /// the reply changed.
     async fn guard_reply(
         &self,
-        g: &Guarded<'_>,
+        a: &Awaited,
         reply: &mut Value,
         size: usize,
     ) -> Result<bool, ProxyError> {
         let text = jsonrpc::reply_text(reply);
-        let mut event = Event::new(EventKind::ToolCallResult, g.context.clone());
-        event.tool_name = g.call.name.clone();
-        event.arguments = g.call.arguments.clone();
+        let mut event = Event::new(EventKind::ToolCallResult, a.context.clone());
+        event.tool_name = a.call.name.clone();
+        event.arguments = a.call.arguments.clone();
         event.output = text.text.clone();
         event.is_error = text.is_error;
         let (verdict, _) = self
             .judge(
                 event,
-                g.policy.clone(),
+                a.policy.clone(),
                 CallStart::now(),
-                g.parent.clone(),
+                a.parent.clone(),
                 size,
             )
             .await?;
@@ -616,14 +619,13 @@ impl McpProxy {
                 }
             }
         });
-        head.with_body(Body::from_stream(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        ))
+        head.with_body(body_of(rx))
     }
 
     /// Relays a tool call's SSE answer event by event: progress and other messages go out
     /// as they come, unchanged; the event carrying the reply is decided first. A stream that
-    /// ends or breaks before the reply gets an error reply for the call.
+    /// ends or breaks before the reply gets an error reply for the call, unless the client
+    /// has gone (it may resume on a GET stream, where the reply is still guarded).
     fn relay_guarded(&self, mut resp: reqwest::Response, p: Pending) -> Response {
         let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(RELAY_CHANNEL);
         let head = head_of(&resp);
@@ -631,25 +633,21 @@ impl McpProxy {
         tokio::spawn(async move {
             let up = &this.0.upstream;
             let Pending {
-                call,
-                context,
-                policy,
-                parent,
+                awaited,
+                key,
                 mut span,
             } = p;
-            let g = Guarded {
-                call: &call,
-                context: &context,
-                policy: &policy,
-                parent: &parent,
-            };
-            let mut parser = SseParser::new(policy.max_message_bytes);
+            let mut parser = SseParser::new(awaited.policy.max_message_bytes);
             let mut failure = None;
             let mut answered = false;
+            let mut client_gone = false;
             'read: loop {
                 let next = tokio::select! {
                     c = resp.chunk() => c,
-                    () = tx.closed() => break 'read,
+                    () = tx.closed() => {
+                        client_gone = true;
+                        break 'read;
+                    }
                 };
                 let chunk = match next {
                     Ok(Some(c)) => c,
@@ -673,60 +671,200 @@ impl McpProxy {
                     let out = if answered {
                         ev.raw
                     } else {
-                        match this.guard_event(&g, &ev).await {
+                        match this.guard_event(&ev, |_| Some(awaited.clone())).await {
                             None => ev.raw,
                             Some(out) => {
                                 answered = true;
+                                this.0.outstanding.take(&key);
+                                span.end();
                                 out
                             }
                         }
                     };
                     if tx.send(Ok(out)).await.is_err() {
+                        client_gone = true;
                         break 'read;
                     }
                 }
             }
-            if !answered {
+            if !answered && !client_gone {
+                this.0.outstanding.take(&key);
                 let e = failure.unwrap_or_else(|| UpstreamError::Incomplete {
                     addr: up.addr.clone(),
                 });
                 span.fail(e.kind());
-                let body = ProxyError::from(e).body(Some(&call.id)).to_string();
+                let body = ProxyError::from(e).body(Some(&awaited.call.id)).to_string();
                 let _ = tx.send(Ok(sse::write_event(None, None, &body))).await;
             }
             span.end();
         });
-        head.with_body(Body::from_stream(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        ))
+        head.with_body(body_of(rx))
     }
 
-    /// The event to send for `ev` when it carries the call's reply (`None` otherwise):
-    /// the reply decided and, if the verdict says so, rewritten; or an error reply when it
-    /// could not be decided.
-    async fn guard_event(&self, g: &Guarded<'_>, ev: &SseEvent) -> Option<Bytes> {
+    /// Relays the server's stream to the client (the answer to a GET). It carries server
+    /// requests and notifications, and, when a client resumes a broken POST stream, the
+    /// replies that stream would have carried: a reply to a forwarded tool call is guarded
+    /// here too, and so is anything shaped like a tool result whose call is not known. The
+    /// stream ends when the proxy stops.
+    fn relay_server_stream(
+        &self,
+        resp: reqwest::Response,
+        headers: &HeaderMap,
+        policy: Arc<Policy>,
+    ) -> Response {
+        if !(resp.status().is_success()
+            && content_type(resp.headers()).starts_with("text/event-stream"))
+        {
+            return self.relay(resp, true);
+        }
+        let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(RELAY_CHANNEL);
+        let head = head_of(&resp);
+        let this = self.clone();
+        let session = mcp_session(headers);
+        let fallback = context(headers, &Value::Null).unwrap_or_default();
+        let parent = trace::parent_from_headers(headers);
+        let mut shutdown = self.0.shutdown.clone();
+        let mut resp = resp;
+        tokio::spawn(async move {
+            let mut parser = SseParser::new(policy.max_message_bytes);
+            // Whose reply an event carries: a call this proxy forwarded, or, for a tool
+            // result of a call it does not know (expired, evicted), an unknown tool's.
+            let awaited_for = |reply: &Value| -> Option<Awaited> {
+                let id = reply.get("id")?;
+                if let Some(a) = this.0.outstanding.take(&(session.clone(), id.to_string())) {
+                    return Some(a);
+                }
+                let tool_result = reply
+                    .get("result")
+                    .is_some_and(|r| r.get("content").is_some_and(Value::is_array));
+                tool_result.then(|| Awaited {
+                    call: ToolCall {
+                        id: id.clone(),
+                        name: UNKNOWN_TOOL.into(),
+                        arguments: None,
+                        pause_id: String::new(),
+                    },
+                    context: Context {
+                        step_id: jsonrpc::id_text(id),
+                        ..fallback.clone()
+                    },
+                    policy: policy.clone(),
+                    parent: parent.clone(),
+                })
+            };
+            loop {
+                let next = tokio::select! {
+                    c = resp.chunk() => c,
+                    () = tx.closed() => return,
+                    () = stopped(&mut shutdown) => return,
+                };
+                let chunk = match next {
+                    Ok(Some(c)) => c,
+                    Ok(None) => return,
+                    Err(_) => {
+                        let _ = tx
+                            .send(Err(std::io::Error::other("upstream stream broke off")))
+                            .await;
+                        return;
+                    }
+                };
+                // An event too large to judge is not relayed unjudged: the stream ends and
+                // the client reconnects.
+                let Ok(events) = parser.push(&chunk) else {
+                    return;
+                };
+                for ev in events {
+                    let out = match this.guard_event(&ev, &awaited_for).await {
+                        Some(out) => out,
+                        None => ev.raw,
+                    };
+                    if tx.send(Ok(out)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        head.with_body(body_of(rx))
+    }
+
+    /// The event to send for `ev` when it carries a reply that `awaited_for` names a call
+    /// for (`None` otherwise): the reply decided and, if the verdict says so, rewritten.
+    async fn guard_event(
+        &self,
+        ev: &SseEvent,
+        awaited_for: impl Fn(&Value) -> Option<Awaited>,
+    ) -> Option<Bytes> {
         let data = ev.data.as_deref()?;
         let mut msg: Value = serde_json::from_str(data).ok()?;
-        let reply = jsonrpc::find_reply_mut(&mut msg, &g.call.id)?;
-        let out = match self.guard_reply(g, reply, data.len()).await {
-            Ok(false) => ev.raw.clone(),
-            Ok(true) => sse::write_event(ev.id.as_deref(), ev.event.as_deref(), &msg.to_string()),
-            Err(e) => sse::write_event(
-                ev.id.as_deref(),
-                ev.event.as_deref(),
-                &e.body(Some(&g.call.id)).to_string(),
-            ),
+        let (touched, changed) = self.guard_message(&mut msg, data.len(), awaited_for).await;
+        if !touched {
+            return None;
+        }
+        Some(if changed {
+            sse::write_event(ev.id.as_deref(), ev.event.as_deref(), &msg.to_string())
+        } else {
+            ev.raw.clone()
+        })
+    }
+
+    /// Guards every reply in a message (one, or each of a batch) that `awaited_for` names
+    /// a call for. Every reply is looked at, not only the one whose id matches: clients do
+    /// not all compare ids the way this proxy does (`1` and `1e0`), so a reply must not slip
+    /// by on its id's spelling. A reply that cannot be decided becomes an error reply.
+    /// Returns whether any reply was guarded and whether the message changed.
+    async fn guard_message(
+        &self,
+        msg: &mut Value,
+        size: usize,
+        awaited_for: impl Fn(&Value) -> Option<Awaited>,
+    ) -> (bool, bool) {
+        let items: Vec<&mut Value> = match msg {
+            Value::Array(items) => items.iter_mut().collect(),
+            one => vec![one],
         };
-        Some(out)
+        let (mut touched, mut changed) = (false, false);
+        for item in items {
+            if !jsonrpc::is_reply(item) {
+                continue;
+            }
+            let Some(a) = awaited_for(item) else {
+                continue;
+            };
+            touched = true;
+            match self.guard_reply(&a, item, size).await {
+                Ok(c) => changed |= c,
+                Err(e) => {
+                    *item = e.body(item.get("id"));
+                    changed = true;
+                }
+            }
+        }
+        (touched, changed)
     }
 }
 
-/// A call whose reply is being guarded.
-struct Guarded<'a> {
-    call: &'a ToolCall,
-    context: &'a Context,
-    policy: &'a Arc<Policy>,
-    parent: &'a opentelemetry::Context,
+/// The tool name of a resumed reply whose call the proxy does not remember.
+const UNKNOWN_TOOL: &str = "unknown";
+
+/// The MCP session a request belongs to, as the upstream knows it (`""` when stateless).
+fn mcp_session(headers: &HeaderMap) -> String {
+    headers
+        .get(MCP_SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+fn body_of(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>) -> Body {
+    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
 /// An upstream answer's status and end-to-end headers, waiting for its body.

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod outstanding;
 pub mod sse;
 
 use crate::decision::{Action, Decision, RedactionSpan};

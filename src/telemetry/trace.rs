@@ -172,7 +172,8 @@ impl ClientSpan {
         }
     }
 
-    pub fn end(mut self) {
+    /// Ends the span now; later calls (and the drop) do nothing more.
+    pub fn end(&mut self) {
         if let Some(s) = self.0.as_mut() {
             s.end();
         }
@@ -470,7 +471,7 @@ mod tests {
             true,
             TraceState::default(),
         );
-        let span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", Vec::new());
+        let mut span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", Vec::new());
         assert!(span.traceparent().is_none());
         span.end();
     }

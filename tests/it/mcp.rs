@@ -533,6 +533,75 @@ async fn broken_upstream(status: u16, body: &'static str) -> String {
     format!("http://{addr}/mcp")
 }
 
+/// A scripted MCP server: its GET stream carries a notification and a resumed tool result
+/// with a key; its POST streams end after a priming event, before any reply.
+async fn scripted_upstream() -> String {
+    use axum::routing::get;
+    const NOTE: &str = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}"#;
+    let resumed = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"result":{{"content":[{{"type":"text","text":"key {AWS_KEY}"}}]}}}}"#
+    );
+    let get_body = format!("event: message\ndata: {NOTE}\n\nid: 5\ndata: {resumed}\n\n");
+    let sse = [("content-type", "text/event-stream")];
+    let router = axum::Router::new().route(
+        "/mcp",
+        get(move || async move { (sse, get_body) })
+            .post(move || async move { (sse, "id: 1\ndata: \n\n") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumed_replies_on_the_server_stream_are_guarded_and_cut_streams_reported() {
+    let up = scripted_upstream().await;
+    let p = proxy(&up, TraceConfig::default(), None).await;
+    let http = reqwest::Client::new();
+    let text = http
+        .get(&p.url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // The notification passes byte for byte; the tool result is judged though its call
+    // is unknown here.
+    assert!(
+        text.starts_with(
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\""
+        ),
+        "{text}"
+    );
+    assert!(!text.contains(AWS_KEY), "{text}");
+    assert!(text.contains("[REDACTED:"), "{text}");
+    assert!(text.contains("id: 5\n"), "the event id is kept: {text}");
+
+    // A tool call whose stream ends before its reply gets an error reply, not silence.
+    let resp = http
+        .post(&p.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(ECHO_CALL)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut resp = resp;
+    let mut parser = SseParser::new(1 << 20);
+    let events = read_events(&mut resp, &mut parser, |v| v["id"] == 7).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["error"]["code"], -32603, "{last}");
+    let msg = last["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("ended before the tools/call reply"), "{msg}");
+    p.running.stop().await.unwrap();
+}
+
 async fn post(url: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(url)
