@@ -397,17 +397,19 @@ impl McpProxy {
             None => body,
         };
         let up = &self.0.upstream;
-        let span = self.0.telemetry.tracing.client_span(
-            chosen.as_ref(),
-            "toolgate.upstream",
-            vec![
-                KeyValue::new("http.request.method", "POST"),
-                KeyValue::new("server.address", up.host.clone()),
-                KeyValue::new("server.port", i64::from(up.port)),
-                KeyValue::new("gen_ai.tool.name", call.name.clone()),
-                KeyValue::new("mcp.method.name", jsonrpc::TOOLS_CALL),
-            ],
-        );
+        let span =
+            self.0
+                .telemetry
+                .tracing
+                .client_span(chosen.as_ref(), "toolgate.upstream", || {
+                    vec![
+                        KeyValue::new("http.request.method", "POST"),
+                        KeyValue::new("server.address", up.host.clone()),
+                        KeyValue::new("server.port", i64::from(up.port)),
+                        KeyValue::new("gen_ai.tool.name", call.name.clone()),
+                        KeyValue::new("mcp.method.name", jsonrpc::TOOLS_CALL),
+                    ]
+                });
         let mut out_headers = upstream_headers(&headers);
         if let Some(tp) = span
             .traceparent()

@@ -184,12 +184,13 @@ impl Tracing {
     /// Starts a client span (`SpanKind::Client`) as a child of a decision's span, the way
     /// `deep_span` parents deep-rule jobs: the decision span is built later on the writer
     /// thread, so its chosen context stands in as a remote parent. `decision` is what
-    /// `choose` returned; `None` (tracing off) gives an empty span.
+    /// `choose` returned; `None` (tracing off) gives an empty span, and `attributes` is
+    /// then never called, so an untraced call builds nothing.
     pub fn client_span(
         &self,
         decision: Option<&SpanContext>,
         name: &'static str,
-        attributes: Vec<KeyValue>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> ClientSpan {
         let (Some(provider), Some(decision)) = (self.provider.as_ref(), decision) else {
             return ClientSpan(None);
@@ -199,7 +200,7 @@ impl Tracing {
         let span = tracer
             .span_builder(name)
             .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
+            .with_attributes(attributes())
             .start_with_context(&tracer, &parent);
         ClientSpan(Some(span))
     }
@@ -471,7 +472,9 @@ mod tests {
             true,
             TraceState::default(),
         );
-        let mut span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", Vec::new());
+        let mut span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", || {
+            unreachable!("attributes are not built when tracing is off")
+        });
         assert!(span.traceparent().is_none());
         span.end();
     }
