@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::Verdict;
 use super::error::ProxyError;
-use crate::decision::{RedactionSpan, apply_spans};
+use crate::decision::{Action, RedactionSpan, apply_spans};
 
 pub const TOOLS_CALL: &str = "tools/call";
 /// Where the proxy puts its decision in a result it writes (`_meta` keys are namespaced).
@@ -255,7 +255,13 @@ pub fn apply_to_reply(reply: &mut Value, text: &ReplyText, v: &Verdict) -> bool 
         }
         return true;
     }
-    let Some(redacted_all) = &v.redacted_output else {
+    // Shadow mode's ALLOW still carries what it would have redacted: only an enforced
+    // REDACT rewrites.
+    let Some(redacted_all) = v
+        .redacted_output
+        .as_ref()
+        .filter(|_| v.action == Action::Redact)
+    else {
         return false;
     };
     let mut pieces = Vec::with_capacity(text.segments.len());
@@ -314,7 +320,6 @@ pub fn apply_to_reply(reply: &mut Value, text: &ReplyText, v: &Verdict) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::Action;
 
     fn verdict(action: Action) -> Verdict {
         Verdict {
@@ -433,6 +438,21 @@ mod tests {
             json!({"aws":"[REDACTED]","n":1})
         );
         assert!(!reply.to_string().contains(key));
+    }
+
+    #[test]
+    fn a_shadow_allow_leaves_the_reply_as_it_is() {
+        let key = "AKIAIOSFODNN7EXAMPLE";
+        let mut reply = json!({"jsonrpc":"2.0","id":1,"result":{
+            "content":[{"type":"text","text":format!("key {key}")}]}});
+        let before = reply.clone();
+        let t = reply_text(&reply);
+        let shadow = Verdict {
+            action: Action::Allow,
+            ..redacting(&t.text, key)
+        };
+        assert!(!apply_to_reply(&mut reply, &t, &shadow));
+        assert_eq!(reply, before);
     }
 
     #[test]

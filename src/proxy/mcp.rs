@@ -25,6 +25,7 @@ use super::error::{ProxyError, UpstreamError};
 use super::jsonrpc::{self, Incoming, ToolCall};
 use super::outstanding::{CallKey, Outstanding};
 use super::sse::{self, SseError, SseEvent, SseParser};
+use crate::decision::Action;
 use crate::engine::CallMeta;
 use crate::engine::pipeline::{self, Options, Runtime};
 use crate::event::{Context, Event, EventKind};
@@ -377,9 +378,12 @@ impl McpProxy {
             let answer = jsonrpc::blocked_response(&call.id, &verdict);
             return Ok((StatusCode::OK, axum::Json(answer)).into_response());
         }
+        // Only an enforced REDACT changes the call: in shadow mode the decision still
+        // carries what it would have redacted, and the call goes out as it came.
         let body = match verdict
             .redacted_arguments_json
             .as_deref()
+            .filter(|_| verdict.action == Action::Redact)
             .map(serde_json::from_str::<Value>)
         {
             Some(Ok(redacted)) => {

@@ -400,6 +400,57 @@ async fn json_replies_are_guarded_like_streamed_ones() {
     p.running.stop().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_mode_forwards_everything_as_it_came() {
+    let seen = Seen::default();
+    let up = upstream(seen.clone()).await;
+    let pack = toolgate::policy::DEFAULT_PACK
+        .replace("timeout_ms: 5,", "timeout_ms: 5000,")
+        .replace("  mode: enforce", "  mode: shadow");
+    assert!(pack.contains("mode: shadow"));
+    let p = proxy(&up, TraceConfig::default(), Some(&pack)).await;
+    let client = connect(&p.url, HashMap::new()).await;
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("shell.exec")
+                .with_arguments(args(json!({"command": "rm -rf /"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&serde_json::to_value(&r).unwrap()), "ran rm -rf /");
+    let r = client
+        .call_tool(CallToolRequestParams::new("leak"))
+        .await
+        .unwrap();
+    assert!(text_of(&serde_json::to_value(&r).unwrap()).contains(AWS_KEY));
+    assert_eq!(seen.calls(), ["shell.exec", "leak"]);
+    // What enforce mode would have done is still counted.
+    let body = scrape(&p.running).await;
+    let count = |labels: &[(&str, &str)]| metric_value(&body, "toolgate_decisions_total", labels);
+    assert_eq!(
+        count(&[("event", "tool_call_start"), ("mode", "shadow")]),
+        2.0
+    );
+    assert_eq!(
+        count(&[
+            ("event", "tool_call_start"),
+            ("action", "stop"),
+            ("mode", "shadow")
+        ]),
+        1.0
+    );
+    assert_eq!(
+        count(&[
+            ("event", "tool_call_result"),
+            ("action", "redact"),
+            ("mode", "shadow")
+        ]),
+        1.0
+    );
+    let _ = client.cancel().await;
+    p.running.stop().await.unwrap();
+}
+
 /// Reads SSE events from a streaming reply until `done` says stop.
 async fn read_events(
     resp: &mut reqwest::Response,
