@@ -21,6 +21,7 @@ use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
 use crate::policy::{Policy, compile_file, default_policy};
 use crate::proto::guard_service_server::GuardServiceServer;
+use crate::proxy::mcp::{McpConfig, McpProxy};
 use crate::rules::CatalogMatcher;
 use crate::rules::catalog::CATALOG;
 use crate::scenario;
@@ -54,7 +55,30 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             decision_log,
             decision_log_max_bytes,
             decision_log_keep,
+            mcp_listen,
+            mcp_upstream,
+            mcp_upstream_timeout_s,
         } => {
+            let mcp = match (mcp_listen, mcp_upstream) {
+                (None, None) => None,
+                (Some(listen), Some(upstream)) => Some(McpConfig {
+                    listen,
+                    upstream,
+                    timeout: std::time::Duration::from_secs(mcp_upstream_timeout_s.max(1)),
+                }),
+                (Some(_), None) => {
+                    return Err(UsageError(
+                        "--mcp-listen needs --mcp-upstream URL (the MCP server to guard)".into(),
+                    )
+                    .into());
+                }
+                (None, Some(_)) => {
+                    return Err(UsageError(
+                        "--mcp-upstream needs --mcp-listen ADDR (where the proxy listens)".into(),
+                    )
+                    .into());
+                }
+            };
             init_logging(&log_format);
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -86,9 +110,13 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     decision_log,
                     tracing: TraceConfig::from_env(),
                     approver_token: std::env::var(crate::api::APPROVER_TOKEN_ENV).ok(),
+                    mcp,
                 };
                 let server = start(opts).await?;
                 tracing::info!(addr = %server.addr, "toolgate listening");
+                if let Some(a) = server.mcp_addr {
+                    tracing::info!(addr = %a, "MCP proxy listening");
+                }
                 shutdown_signal().await;
                 tracing::info!("shutting down: draining calls in flight");
                 server.stop().await
@@ -376,15 +404,20 @@ pub struct ServeOptions {
     pub tracing: TraceConfig,
     /// When set, ResolvePause requires it (`TOOLGATE_APPROVER_TOKEN` for `serve`).
     pub approver_token: Option<String>,
+    /// The MCP HTTP proxy (proxy mode); `None` leaves it off.
+    pub mcp: Option<McpConfig>,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
 pub struct Running {
     pub addr: SocketAddr,
     pub admin_addr: Option<SocketAddr>,
+    /// The MCP proxy's bound address, when it runs.
+    pub mcp_addr: Option<SocketAddr>,
     pub store: Arc<PolicyStore>,
     pub telemetry: Arc<Telemetry>,
     admin: Option<JoinHandle<()>>,
+    mcp: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<Result<(), tonic::transport::Error>>,
     reloader: Option<JoinHandle<()>>,
@@ -398,6 +431,10 @@ impl Running {
             let _ = r.await;
         }
         self.server.await.context("server task failed")??;
+        // The proxy records decisions too: it drains before the log and the exporter close.
+        if let Some(m) = self.mcp {
+            let _ = m.await;
+        }
         if let Some(a) = self.admin {
             let _ = a.await;
         }
@@ -511,6 +548,38 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         Runtime::start(&store.load(), Some(telemetry.metrics.clone()), false)
             .with_tracing(telemetry.tracing.clone()),
     );
+    let (mcp_addr, mcp) = match &opts.mcp {
+        Some(cfg) => {
+            let proxy = McpProxy::new(
+                cfg,
+                store.clone(),
+                telemetry.clone(),
+                runtime.clone(),
+                shutdown_rx.clone(),
+            )
+            .map_err(|e| UsageError(e.to_string()))?;
+            let listener = TcpListener::bind(cfg.listen)
+                .await
+                .with_context(|| format!("cannot listen on {} (MCP proxy)", cfg.listen))?;
+            let addr = listener.local_addr()?;
+            let app = proxy.router(opts.max_in_flight);
+            let mut stop = shutdown_rx.clone();
+            let task = tokio::spawn(async move {
+                // Graceful: stops accepting, lets requests in flight finish; the proxy
+                // closes its endless server-to-client streams on the same signal.
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.wait_for(|s| *s).await;
+                    })
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "MCP proxy failed");
+                }
+            });
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
     let guard = GuardServiceServer::new(Guard::new(
         store.clone(),
         telemetry.clone(),
@@ -542,9 +611,11 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     Ok(Running {
         addr,
         admin_addr,
+        mcp_addr,
         store,
         telemetry,
         admin,
+        mcp,
         shutdown,
         server,
         reloader,

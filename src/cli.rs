@@ -46,6 +46,16 @@ pub enum Command {
         /// Rotated decision log files kept (`FILE.1` … `FILE.N`).
         #[arg(long, default_value_t = 5)]
         decision_log_keep: usize,
+        /// Proxy mode: serve the MCP Streamable HTTP proxy on this address (off when unset).
+        #[arg(long)]
+        mcp_listen: Option<SocketAddr>,
+        /// The MCP server the proxy guards, e.g. `http://127.0.0.1:8000/mcp`; needed with
+        /// `--mcp-listen`.
+        #[arg(long)]
+        mcp_upstream: Option<String>,
+        /// Seconds the MCP server may take to start answering a request.
+        #[arg(long, default_value_t = 120)]
+        mcp_upstream_timeout_s: u64,
     },
     /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON. The
     /// time box is lifted so the answer does not depend on machine load.

@@ -10,6 +10,7 @@ pub mod event;
 pub mod glob;
 pub mod policy;
 pub mod proto;
+pub mod proxy;
 pub mod risk;
 pub mod router;
 pub mod rules;

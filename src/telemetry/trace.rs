@@ -126,6 +126,86 @@ pub fn parent_from_metadata(md: &tonic::metadata::MetadataMap) -> Context {
     TraceContextPropagator::new().extract(&MetadataExtractor(md))
 }
 
+/// Reads `traceparent`/`tracestate` from HTTP headers (proxy mode).
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+/// The caller's span context from HTTP headers, or an empty context when it sent none.
+pub fn parent_from_headers(headers: &http::HeaderMap) -> Context {
+    TraceContextPropagator::new().extract(&HeaderExtractor(headers))
+}
+
+/// A client span around one call to an upstream server (proxy mode). Empty, and free, when
+/// tracing is off. Dropping it ends it.
+pub struct ClientSpan(Option<opentelemetry_sdk::trace::Span>);
+
+impl ClientSpan {
+    /// The W3C `traceparent` naming this span, for the upstream request; `None` when off.
+    pub fn traceparent(&self) -> Option<String> {
+        let sc = self.0.as_ref()?.span_context();
+        Some(format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        ))
+    }
+
+    pub fn set_attribute(&mut self, attribute: KeyValue) {
+        if let Some(s) = self.0.as_mut() {
+            s.set_attribute(attribute);
+        }
+    }
+
+    /// Marks the call failed; `why` names the kind of failure, never payload text.
+    pub fn fail(&mut self, why: impl Into<String>) {
+        if let Some(s) = self.0.as_mut() {
+            s.set_status(opentelemetry::trace::Status::error(why.into()));
+        }
+    }
+
+    /// Ends the span now; later calls (and the drop) do nothing more.
+    pub fn end(&mut self) {
+        if let Some(s) = self.0.as_mut() {
+            s.end();
+        }
+    }
+}
+
+impl Tracing {
+    /// Starts a client span (`SpanKind::Client`) as a child of a decision's span, the way
+    /// `deep_span` parents deep-rule jobs: the decision span is built later on the writer
+    /// thread, so its chosen context stands in as a remote parent. `decision` is what
+    /// `choose` returned; `None` (tracing off) gives an empty span, and `attributes` is
+    /// then never called, so an untraced call builds nothing.
+    pub fn client_span(
+        &self,
+        decision: Option<&SpanContext>,
+        name: &'static str,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
+    ) -> ClientSpan {
+        let (Some(provider), Some(decision)) = (self.provider.as_ref(), decision) else {
+            return ClientSpan(None);
+        };
+        let tracer = provider.tracer("toolgate");
+        let parent = Context::new().with_remote_span_context(decision.clone());
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Client)
+            .with_attributes(attributes())
+            .start_with_context(&tracer, &parent);
+        ClientSpan(Some(span))
+    }
+}
+
 impl Tracing {
     pub fn off() -> Tracing {
         Tracing { provider: None }
@@ -364,5 +444,38 @@ mod tests {
         assert!(
             parent_trace_id(&parent_from_metadata(&tonic::metadata::MetadataMap::new())).is_none()
         );
+    }
+
+    #[test]
+    fn traceparent_is_read_from_http_headers() {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                .parse()
+                .unwrap(),
+        );
+        let cx = parent_from_headers(&h);
+        assert_eq!(
+            parent_trace_id(&cx).as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+        );
+        assert!(parent_trace_id(&parent_from_headers(&http::HeaderMap::new())).is_none());
+    }
+
+    #[test]
+    fn client_span_is_empty_when_tracing_is_off() {
+        let sc = SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let mut span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", || {
+            unreachable!("attributes are not built when tracing is off")
+        });
+        assert!(span.traceparent().is_none());
+        span.end();
     }
 }

@@ -1,4 +1,10 @@
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 
 use tonic::transport::Channel;
 use toolgate::app::{Running, ServeOptions, start};
@@ -37,6 +43,7 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         decision_log: None,
         tracing: Default::default(),
         approver_token: token.map(str::to_string),
+        mcp: None,
     })
     .await
     .expect("server starts")
@@ -105,4 +112,21 @@ pub fn metric_value(body: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
             _ => 0.0,
         })
         .sum()
+}
+
+/// A real OTLP/gRPC trace receiver on loopback that keeps what it is sent.
+#[derive(Clone, Default)]
+pub struct Receiver(pub Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
+
+#[tonic::async_trait]
+impl TraceService for Receiver {
+    async fn export(
+        &self,
+        req: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.lock().unwrap().push(req.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
 }

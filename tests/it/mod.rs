@@ -2,6 +2,7 @@ mod cli;
 mod common;
 mod deep;
 mod grpc;
+mod mcp;
 mod observability;
 mod reload;
 mod tracing;

@@ -38,6 +38,7 @@ async fn metrics_admin_endpoints_and_decision_log() {
         }),
         tracing: Default::default(),
         approver_token: None,
+        mcp: None,
     })
     .await
     .unwrap();

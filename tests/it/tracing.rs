@@ -1,34 +1,10 @@
-use std::sync::{Arc, Mutex};
-
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use toolgate::app::{ServeOptions, start};
 use toolgate::proto::ToolCallResultRequest;
 use toolgate::telemetry::trace::TraceConfig;
 
-use super::common::{DecisionOf, client, ctx, default_pack_file};
-
-/// A real OTLP/gRPC trace receiver on loopback that keeps what it is sent.
-#[derive(Clone, Default)]
-struct Receiver(Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
-
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        req: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.0.lock().unwrap().push(req.into_inner());
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
-    }
-}
+use super::common::{DecisionOf, Receiver, client, ctx, default_pack_file};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() {
@@ -60,6 +36,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
             service_name: Some("toolgate-test".into()),
         },
         approver_token: None,
+        mcp: None,
     })
     .await
     .unwrap();
