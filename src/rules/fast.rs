@@ -190,6 +190,9 @@ pub struct FastRuleSet {
     /// Per scope (`scope_index`): patterns whose rule reads that event and field kind, so a
     /// field only looks at the patterns that could apply to it.
     scope_members: Vec<Vec<u32>>,
+    /// Per scope: the members that search whole fields rather than around anchors or digits
+    /// (no literal to anchor on, or scoped to secret-named keys).
+    scope_whole: Vec<Vec<u32>>,
     /// Smallest `DigitRun` minimum among patterns (None: no digit patterns).
     min_digit_run: Option<u8>,
 }
@@ -280,6 +283,23 @@ impl FastRuleSet {
                 );
             }
         }
+        let scope_whole = scope_members
+            .iter()
+            .map(|members| {
+                members
+                    .iter()
+                    .copied()
+                    .filter(|&pi| {
+                        let p = &patterns[pi as usize];
+                        match p.prefilter {
+                            Prefilter::Anchors => !p.anchored,
+                            Prefilter::SensitiveKey => true,
+                            Prefilter::DigitRun(_) | Prefilter::CountryCodeDigits => false,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
         // One automaton per scope; scopes with the same pattern set share it.
         let mut scopes: Vec<Option<Arc<AnchorSet>>> = Vec::new();
         let mut built: Vec<(Vec<u32>, Arc<AnchorSet>)> = Vec::new();
@@ -313,6 +333,7 @@ impl FastRuleSet {
             scopes,
             digit_patterns,
             scope_members,
+            scope_whole,
             min_digit_run,
         })
     }
@@ -343,20 +364,30 @@ impl FastRuleSet {
             in_scope: vec![false; self.patterns.len()],
             sensitive_key: false,
             lowered: Vec::new(),
-            windows: vec![Vec::new(); self.patterns.len()],
+            windows: Windows {
+                of: vec![Vec::new(); self.patterns.len()],
+                touched: Vec::new(),
+            },
         };
+        let mut scope_of: Option<(FieldKind, Option<&str>)> = None;
+        let mut any = false;
         for (fi, field) in fields.iter().enumerate() {
             if Instant::now() >= deadline {
                 out.overrun = true;
                 return;
             }
-            let mut any = false;
-            scratch.in_scope.iter_mut().for_each(|x| *x = false);
-            for &pi in &self.scope_members[scope_index(event.kind, field.kind)] {
-                let p = &self.patterns[pi as usize];
-                let on = active[p.rule] && self.rules[p.rule].field_in_scope(field);
-                scratch.in_scope[pi as usize] = on;
-                any |= on;
+            // Which patterns read a field depends only on its kind and role; arguments
+            // come as runs of leaves of one kind, so the set is worked out once per run.
+            if scope_of != Some((field.kind, field.role)) {
+                scope_of = Some((field.kind, field.role));
+                any = false;
+                scratch.in_scope.iter_mut().for_each(|x| *x = false);
+                for &pi in &self.scope_members[scope_index(event.kind, field.kind)] {
+                    let p = &self.patterns[pi as usize];
+                    let on = active[p.rule] && self.rules[p.rule].field_in_scope(field);
+                    scratch.in_scope[pi as usize] = on;
+                    any |= on;
+                }
             }
             if !any {
                 continue;
@@ -366,12 +397,12 @@ impl FastRuleSet {
             let mut start = 0;
             loop {
                 let end = window_end(text, start);
-                let scope = self.scopes[scope_index(event.kind, field.kind)].as_deref();
+                let si = scope_index(event.kind, field.kind);
                 if !self.scan_window(
                     fi,
                     &text[start..end],
                     start,
-                    scope,
+                    (self.scopes[si].as_deref(), &self.scope_whole[si]),
                     &mut scratch,
                     deadline,
                     out,
@@ -402,19 +433,21 @@ impl FastRuleSet {
         field: usize,
         original: &str,
         base: usize,
-        scope: Option<&AnchorSet>,
+        (scope, whole): (Option<&AnchorSet>, &[u32]),
         scratch: &mut Scratch,
         deadline: Instant,
         out: &mut ScanOutcome,
     ) -> bool {
         let norm = Normalized::new(original);
         let text = norm.text.as_ref();
-        for w in scratch.windows.iter_mut() {
-            w.clear();
-        }
-        self.locate(text, scope, scratch);
+        scratch.windows.clear();
+        self.locate(text, scope, scratch, whole);
+        // Patterns run in index order: a secret-named key's whole-leaf match looks back at
+        // the specific patterns' matches in the same field.
+        scratch.windows.touched.sort_unstable();
         // Windows from different searchers arrive out of order: sort and merge them.
-        for ws in scratch.windows.iter_mut() {
+        for &pi in &scratch.windows.touched {
+            let ws = &mut scratch.windows.of[pi as usize];
             if ws.len() < 2 {
                 continue;
             }
@@ -425,15 +458,15 @@ impl FastRuleSet {
             }
             *ws = merged;
         }
-        for (pi, p) in self.patterns.iter().enumerate() {
-            let windows = &scratch.windows[pi];
-            if windows.is_empty() {
-                continue;
-            }
+        for &pi in &scratch.windows.touched {
+            let pi = pi as usize;
+            let p = &self.patterns[pi];
+            let windows = &scratch.windows.of[pi];
             if Instant::now() >= deadline {
                 return false;
             }
-            let mut caps = p.regex.create_captures();
+            // Only patterns that report a capture group need capture slots.
+            let mut caps = (p.group != 0).then(|| p.regex.create_captures());
             // Windows are sorted and disjoint; a match is reported once even if a re-search
             // past a window's end covers the next window too.
             let mut searched_to = 0;
@@ -457,16 +490,17 @@ impl FastRuleSet {
                         };
                         m_end = full.end();
                     }
-                    let span = if p.group == 0 {
-                        Some((m.start(), m_end))
-                    } else {
-                        p.regex.search_captures(
-                            &Input::new(text)
-                                .range(m.start()..m_end)
-                                .anchored(regex_automata::Anchored::Yes),
-                            &mut caps,
-                        );
-                        caps.get_group(p.group).map(|s| (s.start, s.end))
+                    let span = match caps.as_mut() {
+                        None => Some((m.start(), m_end)),
+                        Some(caps) => {
+                            p.regex.search_captures(
+                                &Input::new(text)
+                                    .range(m.start()..m_end)
+                                    .anchored(regex_automata::Anchored::Yes),
+                                caps,
+                            );
+                            caps.get_group(p.group).map(|s| (s.start, s.end))
+                        }
                     };
                     if let Some((s, e)) = span
                         && s < e
@@ -513,9 +547,9 @@ impl FastRuleSet {
         true
     }
 
-    /// Fills `scratch.windows[p]` with sorted, merged byte ranges of `text` where pattern `p`
+    /// Fills `scratch.windows` with sorted, merged byte ranges of `text` where pattern `p`
     /// can match.
-    fn locate(&self, text: &str, scope: Option<&AnchorSet>, scratch: &mut Scratch) {
+    fn locate(&self, text: &str, scope: Option<&AnchorSet>, scratch: &mut Scratch, whole: &[u32]) {
         let len = text.len();
         // Anchors: one leftmost-longest pass over lowercased text, restarting one byte after
         // each hit so anchors that overlap a hit are still seen.
@@ -548,8 +582,8 @@ impl FastRuleSet {
                         let pi = pi as usize;
                         if scratch.in_scope[pi] {
                             let reach = self.patterns[pi].reach;
-                            push_window(
-                                &mut scratch.windows[pi],
+                            scratch.windows.add(
+                                pi,
                                 m.start().saturating_sub(ANCHOR_BEFORE.min(reach)),
                                 (m.start() + reach).min(len),
                             );
@@ -564,8 +598,8 @@ impl FastRuleSet {
                         let pi = pi as usize;
                         if scratch.in_scope[pi] {
                             let reach = self.patterns[pi].reach;
-                            push_window(
-                                &mut scratch.windows[pi],
+                            scratch.windows.add(
+                                pi,
                                 at.saturating_sub(ANCHOR_BEFORE.min(reach)),
                                 (at + reach).min(len),
                             );
@@ -576,14 +610,12 @@ impl FastRuleSet {
         }
         // Unanchored patterns without a screen run on the whole text; key-scoped patterns on
         // the whole leaf when its key names a secret.
-        for (pi, p) in self.patterns.iter().enumerate() {
-            let whole = match p.prefilter {
-                Prefilter::Anchors => !p.anchored,
-                Prefilter::SensitiveKey => scratch.sensitive_key,
-                Prefilter::DigitRun(_) | Prefilter::CountryCodeDigits => false,
-            };
-            if scratch.in_scope[pi] && whole {
-                scratch.windows[pi].push((0, len));
+        for &pi in whole {
+            let pi = pi as usize;
+            let needs =
+                self.patterns[pi].prefilter != Prefilter::SensitiveKey || scratch.sensitive_key;
+            if scratch.in_scope[pi] && needs {
+                scratch.windows.add(pi, 0, len);
             }
         }
         // Digit runs for numeric patterns.
@@ -621,7 +653,7 @@ impl FastRuleSet {
                 };
                 if let Some((lo, hi)) = window {
                     let (lo, hi) = char_bounds(text, lo, hi);
-                    push_window(&mut scratch.windows[pi], lo, hi);
+                    scratch.windows.add(pi, lo, hi);
                 }
             }
         });
@@ -712,8 +744,32 @@ struct Scratch {
     sensitive_key: bool,
     /// Reused buffer for the lowercased text the anchor search runs on.
     lowered: Vec<u8>,
-    /// Per pattern: sorted, merged search windows in the current text.
-    windows: Vec<Vec<(usize, usize)>>,
+    windows: Windows,
+}
+
+/// Search windows in the current text.
+struct Windows {
+    /// Per pattern: byte ranges, merged when they touch.
+    of: Vec<Vec<(usize, usize)>>,
+    /// Patterns with windows, so per-window work skips the rest.
+    touched: Vec<u32>,
+}
+
+impl Windows {
+    fn add(&mut self, pattern: usize, lo: usize, hi: usize) {
+        let ws = &mut self.of[pattern];
+        if ws.is_empty() {
+            self.touched.push(pattern as u32);
+        }
+        push_window(ws, lo, hi);
+    }
+
+    fn clear(&mut self) {
+        for &pi in &self.touched {
+            self.of[pi as usize].clear();
+        }
+        self.touched.clear();
+    }
 }
 
 /// Appends a window, merging it into the last one when they touch. Callers push in
