@@ -6,9 +6,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
 use serde::Serialize;
@@ -369,38 +369,68 @@ impl LineWriter for io::Stdout {
     }
 }
 
+/// While decisions keep coming, the writer naps this long between drains instead of
+/// blocking on the queue: a reader blocked on the queue must be woken by a system call on
+/// each send, and that cost would land on the request path.
+const NAP: Duration = Duration::from_millis(1);
+/// Naps in a row with nothing queued before the writer blocks again, so an idle server
+/// does not wake a thousand times a second.
+const IDLE_NAPS: u32 = 50;
+
 fn write_loop(
     rx: Receiver<Record>,
     log: &DecisionLog,
     mut out: Option<&mut dyn LineWriter>,
     tracing: Option<&Tracing>,
 ) {
-    let mut pending = rx.recv().ok();
-    while let Some(r) = pending.take() {
-        if let Some(out) = out.as_deref_mut() {
-            let line = log.line(&r.event, &r.decision, &r.policy, &r.span_id);
-            if let Err(e) = out.write_line(&line) {
-                // The log must not take the server down; say so on stderr and go on.
-                eprintln!("toolgate: decision log write failed: {e}");
-            }
-        }
-        if let (Some(t), Some(span)) = (tracing, &r.span) {
-            t.build_decision_span(span, &r.decision, &r.event, &r.policy);
-        }
-        // Flush whenever the queue is drained, so lines reach the file promptly under low
-        // load and in batches under high load.
-        pending = match rx.try_recv() {
-            Ok(next) => Some(next),
-            Err(_) => {
-                if let Some(out) = out.as_deref_mut() {
-                    let _ = out.flush_all();
+    'idle: while let Ok(first) = rx.recv() {
+        write_one(first, log, out.as_deref_mut(), tracing);
+        let mut idle = 0;
+        loop {
+            let mut got = false;
+            loop {
+                match rx.try_recv() {
+                    Ok(r) => {
+                        write_one(r, log, out.as_deref_mut(), tracing);
+                        got = true;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    // Every sender is gone and the queue is drained.
+                    Err(TryRecvError::Disconnected) => break 'idle,
                 }
-                rx.recv().ok()
             }
-        };
+            // Flush after each drain: lines reach the file within a nap under any load,
+            // in batches when busy.
+            if let Some(out) = out.as_deref_mut() {
+                let _ = out.flush_all();
+            }
+            idle = if got { 0 } else { idle + 1 };
+            if idle >= IDLE_NAPS {
+                continue 'idle;
+            }
+            std::thread::sleep(NAP);
+        }
     }
     if let Some(out) = out {
         let _ = out.flush_all();
+    }
+}
+
+fn write_one<'w>(
+    r: Record,
+    log: &DecisionLog,
+    out: Option<&mut (dyn LineWriter + 'w)>,
+    tracing: Option<&Tracing>,
+) {
+    if let Some(out) = out {
+        let line = log.line(&r.event, &r.decision, &r.policy, &r.span_id);
+        if let Err(e) = out.write_line(&line) {
+            // The log must not take the server down; say so on stderr and go on.
+            eprintln!("toolgate: decision log write failed: {e}");
+        }
+    }
+    if let (Some(t), Some(span)) = (tracing, &r.span) {
+        t.build_decision_span(span, &r.decision, &r.event, &r.policy);
     }
 }
 
