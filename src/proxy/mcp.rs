@@ -18,6 +18,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanContext;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_stream::StreamExt;
 
 use super::Verdict;
@@ -53,8 +54,10 @@ const RELAY_CHANNEL: usize = 16;
 pub struct McpConfig {
     pub listen: SocketAddr,
     pub upstream: String,
-    /// How long the upstream may take to send its answer's head, and a JSON answer's body.
-    /// SSE streams have no overall limit: they live as long as the upstream keeps them.
+    /// How long the upstream may take to answer: the head of any answer, and, for a
+    /// guarded `tools/call`, the reply itself (a JSON body, or the event that carries it),
+    /// measured from forwarding. Other SSE streams have no overall limit while the proxy
+    /// runs; once it stops, they get this long to finish.
     pub timeout: Duration,
 }
 
@@ -135,11 +138,24 @@ impl Upstream {
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<reqwest::Response, UpstreamError> {
+        let deadline = Instant::now() + self.timeout;
+        self.send_until(method, url, headers, body, deadline).await
+    }
+
+    /// `send`, with the answer's head due by `deadline`.
+    async fn send_until(
+        &self,
+        method: Method,
+        url: reqwest::Url,
+        headers: HeaderMap,
+        body: Bytes,
+        deadline: Instant,
+    ) -> Result<reqwest::Response, UpstreamError> {
         let mut req = self.client.request(method, url).headers(headers);
         if !body.is_empty() {
             req = req.body(body);
         }
-        match tokio::time::timeout(self.timeout, req.send()).await {
+        match tokio::time::timeout_at(deadline, req.send()).await {
             Err(_) => Err(self.timed_out()),
             Ok(Err(e)) => Err(self.failed(&e)),
             Ok(Ok(r)) => Ok(r),
@@ -251,6 +267,10 @@ struct Pending {
     awaited: Awaited,
     key: CallKey,
     span: ClientSpan,
+    /// When the reply is due: the upstream timeout after forwarding. An upstream that keeps
+    /// the stream open without ever replying must not hold the call (and the drain at
+    /// shutdown) for ever.
+    deadline: Instant,
 }
 
 /// How many forwarded calls may await their replies at once, and for how long one is
@@ -430,8 +450,17 @@ impl McpProxy {
         };
         // Remembered before it goes: the reply may come back on another stream.
         self.0.outstanding.insert(key.clone(), awaited.clone());
-        let mut p = Pending { awaited, key, span };
-        let resp = match up.send(Method::POST, target, out_headers, body).await {
+        let deadline = Instant::now() + up.timeout;
+        let mut p = Pending {
+            awaited,
+            key,
+            span,
+            deadline,
+        };
+        let sent = up
+            .send_until(Method::POST, target, out_headers, body, deadline)
+            .await;
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => return Err(self.failed(p, e)),
         };
@@ -490,7 +519,7 @@ impl McpProxy {
         let status = resp.status();
         let headers = end_to_end(resp.headers(), |_| true);
         let limit = p.awaited.policy.max_message_bytes;
-        let read = tokio::time::timeout(up.timeout, read_reply(up, resp, limit)).await;
+        let read = tokio::time::timeout_at(p.deadline, read_reply(up, resp, limit)).await;
         let bytes = match read.unwrap_or_else(|_| Err(up.timed_out())) {
             Ok(b) => b,
             Err(e) => return Err(self.failed(p, e)),
@@ -518,6 +547,7 @@ impl McpProxy {
             awaited,
             key,
             mut span,
+            ..
         } = p;
         self.0.outstanding.take(&key);
         span.end();
@@ -596,17 +626,23 @@ impl McpProxy {
         .map_err(|e| ProxyError::Internal(format!("decision task failed: {e}")))
     }
 
-    /// Relays an answer as it arrives. `endless` streams end when the proxy stops.
+    /// Relays an answer as it arrives. `endless` streams end when the proxy stops; others
+    /// get the upstream timeout after that to finish, so no stream holds the drain for ever.
     fn relay(&self, mut resp: reqwest::Response, endless: bool) -> Response {
         let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(RELAY_CHANNEL);
         let mut shutdown = self.0.shutdown.clone();
+        let grace = if endless {
+            Duration::ZERO
+        } else {
+            self.0.upstream.timeout
+        };
         let head = head_of(&resp);
         tokio::spawn(async move {
             loop {
                 let next = tokio::select! {
                     c = resp.chunk() => c,
                     () = tx.closed() => return,
-                    () = stopped(&mut shutdown), if endless => return,
+                    () = stopped_for(&mut shutdown, grace) => return,
                 };
                 match next {
                     Ok(Some(b)) => {
@@ -630,18 +666,21 @@ impl McpProxy {
 
     /// Relays a tool call's SSE answer event by event: progress and other messages go out
     /// as they come, unchanged; the event carrying the reply is decided first. A stream that
-    /// ends or breaks before the reply gets an error reply for the call, unless the client
-    /// has gone (it may resume on a GET stream, where the reply is still guarded).
+    /// ends, breaks or passes its deadline before the reply gets an error reply for the
+    /// call, unless the client has gone (it may resume on a GET stream, where the reply is
+    /// still guarded). Once the reply is out, what follows is relayed until the proxy stops.
     fn relay_guarded(&self, mut resp: reqwest::Response, p: Pending) -> Response {
         let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(RELAY_CHANNEL);
         let head = head_of(&resp);
         let this = self.clone();
+        let mut shutdown = self.0.shutdown.clone();
         tokio::spawn(async move {
             let up = &this.0.upstream;
             let Pending {
                 awaited,
                 key,
                 mut span,
+                deadline,
             } = p;
             let mut parser = SseParser::new(awaited.policy.max_message_bytes);
             let mut failure = None;
@@ -654,6 +693,11 @@ impl McpProxy {
                         client_gone = true;
                         break 'read;
                     }
+                    () = tokio::time::sleep_until(deadline), if !answered => {
+                        failure = Some(up.timed_out());
+                        break 'read;
+                    }
+                    () = stopped(&mut shutdown), if answered => break 'read,
                 };
                 let chunk = match next {
                     Ok(Some(c)) => c,
@@ -693,6 +737,9 @@ impl McpProxy {
                     }
                 }
             }
+            // The upstream connection goes before the client hears why: nothing more is
+            // read from it.
+            drop(resp);
             if !answered && !client_gone {
                 this.0.outstanding.take(&key);
                 let e = failure.unwrap_or_else(|| UpstreamError::Incomplete {
@@ -897,6 +944,12 @@ fn head_of(resp: &reqwest::Response) -> Head {
 
 async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
+}
+
+/// `grace` after the proxy stops.
+async fn stopped_for(shutdown: &mut watch::Receiver<bool>, grace: Duration) {
+    stopped(shutdown).await;
+    tokio::time::sleep(grace).await;
 }
 
 async fn handle(State(proxy): State<McpProxy>, req: Request) -> Response {
