@@ -757,8 +757,8 @@ impl McpProxy {
     /// Relays the server's stream to the client (the answer to a GET). It carries server
     /// requests and notifications, and, when a client resumes a broken POST stream, the
     /// replies that stream would have carried: a reply to a forwarded tool call is guarded
-    /// here too, and so is anything shaped like a tool result whose call is not known. The
-    /// stream ends when the proxy stops.
+    /// here too, and so is, whose call is not known, anything shaped like a tool result and
+    /// any error reply with a message or data. The stream ends when the proxy stops.
     fn relay_server_stream(
         &self,
         resp: reqwest::Response,
@@ -781,16 +781,14 @@ impl McpProxy {
         tokio::spawn(async move {
             let mut parser = SseParser::new(policy.max_message_bytes);
             // Whose reply an event carries: a call this proxy forwarded, or, for a tool
-            // result of a call it does not know (expired, evicted), an unknown tool's.
+            // result or an error reply of a call it does not know (expired, evicted, timed
+            // out), an unknown tool's.
             let awaited_for = |reply: &Value| -> Option<Awaited> {
                 let id = reply.get("id")?;
                 if let Some(a) = this.0.outstanding.take(&(session.clone(), id.to_string())) {
                     return Some(a);
                 }
-                let tool_result = reply
-                    .get("result")
-                    .is_some_and(|r| r.get("content").is_some_and(Value::is_array));
-                tool_result.then(|| Awaited {
+                (is_tool_result(reply) || carries_error_text(reply)).then(|| Awaited {
                     call: ToolCall {
                         id: id.clone(),
                         name: UNKNOWN_TOOL.into(),
@@ -898,6 +896,22 @@ impl McpProxy {
 
 /// The tool name of a resumed reply whose call the proxy does not remember.
 const UNKNOWN_TOOL: &str = "unknown";
+
+/// Shaped like a tool result: `result.content` is a list.
+fn is_tool_result(reply: &Value) -> bool {
+    reply
+        .get("result")
+        .is_some_and(|r| r.get("content").is_some_and(Value::is_array))
+}
+
+/// An error reply whose `message` or `data` may quote a tool's output (a server that puts a
+/// failed command's stderr there, say): a secret must not pass in an error either.
+fn carries_error_text(reply: &Value) -> bool {
+    reply.get("error").is_some_and(|e| {
+        e.get("message").is_some_and(Value::is_string)
+            || e.get("data").is_some_and(|d| !d.is_null())
+    })
+}
 
 /// The MCP session a request belongs to, as the upstream knows it (`""` when stateless).
 fn mcp_session(headers: &HeaderMap) -> String {

@@ -662,6 +662,70 @@ async fn resumed_replies_on_the_server_stream_are_guarded_and_cut_streams_report
     p.running.stop().await.unwrap();
 }
 
+/// A server whose GET stream carries `events` and ends.
+async fn server_stream_upstream(events: String) -> String {
+    use axum::routing::get;
+    let sse = [("content-type", "text/event-stream")];
+    let router = axum::Router::new().route("/mcp", get(move || async move { (sse, events) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumed_error_replies_on_the_server_stream_are_guarded() {
+    // A server that quotes a failed command's output in its error reply.
+    let leaky = json!({"jsonrpc":"2.0","id":98,"error":{"code":-32000,
+        "message":format!("tool failed: export AWS_ACCESS_KEY_ID={AWS_KEY}"),
+        "data":{"stderr":format!("key {AWS_KEY}")}}});
+    let plain =
+        json!({"jsonrpc":"2.0","id":97,"error":{"code":-32601,"message":"method not found"}});
+    let up = server_stream_upstream(format!("id: 3\ndata: {leaky}\n\ndata: {plain}\n\n")).await;
+    let p = proxy(&up, TraceConfig::default(), None).await;
+    let text = reqwest::Client::new()
+        .get(&p.url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains(AWS_KEY), "{text}");
+    let events = SseParser::new(1 << 20).push(text.as_bytes()).unwrap();
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0].id.as_deref(), Some("3"), "the event id is kept");
+    let redacted: Value = serde_json::from_str(events[0].data.as_deref().unwrap()).unwrap();
+    // Still the server's error, redacted where it sits.
+    assert_eq!(redacted["id"], 98);
+    assert_eq!(redacted["error"]["code"], -32000, "{redacted}");
+    let msg = redacted["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("tool failed: export AWS_ACCESS_KEY_ID=[REDACTED:"),
+        "{msg}"
+    );
+    let stderr = redacted["error"]["data"]["stderr"].as_str().unwrap();
+    assert!(stderr.starts_with("key [REDACTED:"), "{stderr}");
+    // An error with nothing to hide passes byte for byte.
+    assert_eq!(events[1].raw, format!("data: {plain}\n\n").as_bytes());
+    p.running.stop().await.unwrap();
+    let log = std::fs::read_to_string(&p.log).unwrap();
+    let judged: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(judged.len(), 2, "{log}");
+    assert!(
+        judged
+            .iter()
+            .all(|l| l["event"] == "tool_call_result" && l["tool"] == "unknown"),
+        "{log}"
+    );
+}
+
 async fn post(url: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(url)
