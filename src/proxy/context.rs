@@ -41,27 +41,29 @@ pub fn context(headers: &HeaderMap, id: &Value) -> Result<Context, ProxyError> {
             })
             .transpose()
     };
-    let session_id = match get(SESSION_HEADER)? {
-        Some(s) => s,
-        None => get(MCP_SESSION_HEADER)?.unwrap_or_default(),
-    };
-    let step_id = get(STEP_HEADER)?.unwrap_or_else(|| jsonrpc::id_text(id));
-    let tenant = get(TENANT_HEADER)?.unwrap_or_default();
-    for (what, value) in [
-        ("the session id", &session_id),
-        ("the step id (the JSON-RPC id)", &step_id),
-        ("the tenant", &tenant),
-    ] {
-        if value.len() > MAX_ID_BYTES {
-            return Err(ProxyError::InvalidRequest(format!(
-                "{what} is over {MAX_ID_BYTES} bytes"
-            )));
+    let over =
+        |what: String| ProxyError::InvalidRequest(format!("{what} is over {MAX_ID_BYTES} bytes"));
+    // Each is bounded whether or not it is the one used: the MCP session and the JSON-RPC
+    // id key the calls awaiting replies even when the `x-toolgate-*` headers override them.
+    let bounded = |name: &str| -> Result<Option<String>, ProxyError> {
+        let value = get(name)?;
+        match value {
+            Some(v) if v.len() > MAX_ID_BYTES => Err(over(format!("header `{name}`"))),
+            v => Ok(v),
         }
+    };
+    let session = bounded(SESSION_HEADER)?;
+    let mcp_session = bounded(MCP_SESSION_HEADER)?;
+    let step = bounded(STEP_HEADER)?;
+    let tenant = bounded(TENANT_HEADER)?;
+    let id_text = jsonrpc::id_text(id);
+    if id_text.len() > MAX_ID_BYTES {
+        return Err(over("`id`".into()));
     }
     Ok(Context {
-        session_id,
-        step_id,
-        tenant,
+        session_id: session.or(mcp_session).unwrap_or_default(),
+        step_id: step.unwrap_or(id_text),
+        tenant: tenant.unwrap_or_default(),
         task_goal: get(TASK_GOAL_HEADER)?.unwrap_or_default(),
         labels: Default::default(),
     })
@@ -97,5 +99,41 @@ mod tests {
             context(&HeaderMap::new(), &long),
             Err(ProxyError::InvalidRequest(_))
         ));
+    }
+
+    #[test]
+    fn every_id_is_bounded_even_when_overridden() {
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        // The step header overrides the JSON-RPC id, which still keys the awaited call.
+        let mut h = HeaderMap::new();
+        h.insert(STEP_HEADER, HeaderValue::from_static("step-1"));
+        let e = context(&h, &serde_json::json!(long)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid request: `id` is over 256 bytes",
+            "names the field"
+        );
+        // Likewise the MCP session behind an `x-toolgate-session-id`.
+        let mut h = HeaderMap::new();
+        h.insert(SESSION_HEADER, HeaderValue::from_static("mine"));
+        h.insert(MCP_SESSION_HEADER, HeaderValue::from_str(&long).unwrap());
+        let e = context(&h, &serde_json::json!(1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid request: header `mcp-session-id` is over 256 bytes"
+        );
+        for name in [SESSION_HEADER, STEP_HEADER, TENANT_HEADER] {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_str(&long).unwrap());
+            let e = context(&h, &serde_json::json!(1)).unwrap_err().to_string();
+            assert!(e.contains(&format!("header `{name}`")), "{e}");
+        }
+        assert!(
+            context(
+                &HeaderMap::new(),
+                &serde_json::json!("x".repeat(MAX_ID_BYTES))
+            )
+            .is_ok()
+        );
     }
 }
