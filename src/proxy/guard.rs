@@ -328,7 +328,7 @@ impl McpProxy {
             (verdict, chosen)
         })
         .await
-        .map_err(|e| ProxyError::Internal(format!("decision task failed: {e}")))
+        .map_err(|e| decision_failed(&e))
     }
 
     /// The event to send for `ev` when it carries a reply that `awaited_for` names a call
@@ -390,6 +390,17 @@ impl McpProxy {
 /// The tool name of a resumed reply whose call the proxy does not remember.
 const UNKNOWN_TOOL: &str = "unknown";
 
+/// A decision task that did not finish. Its panic message stays out of the answer: it may
+/// quote the text being judged (a string sliced out of bounds prints the string).
+fn decision_failed(e: &tokio::task::JoinError) -> ProxyError {
+    let why = if e.is_panic() {
+        "the decision task panicked"
+    } else {
+        "the decision task was cancelled"
+    };
+    ProxyError::Internal(why.into())
+}
+
 /// Shaped like a tool result: `result.content` is a list.
 fn is_tool_result(reply: &Value) -> bool {
     reply
@@ -411,6 +422,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[tokio::test]
+    async fn a_failed_decision_does_not_quote_its_panic() {
+        let secret = "AKIAIOSFODNN7EXAMPLE";
+        let e = tokio::spawn(async move { panic!("byte index 3 is out of bounds of `{secret}`") })
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains(secret), "tokio quotes the panic");
+        let msg = decision_failed(&e).to_string();
+        assert_eq!(msg, "internal error: the decision task panicked");
+    }
 
     #[test]
     fn replies_that_may_carry_tool_output_are_known_by_shape() {

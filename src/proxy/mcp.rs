@@ -29,7 +29,7 @@ use crate::policy::store::PolicyStore;
 use crate::telemetry::{CallStart, Telemetry};
 
 /// `--mcp-listen`, `--mcp-upstream` and how long the upstream may take to answer.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct McpConfig {
     pub listen: SocketAddr,
     pub upstream: String,
@@ -40,10 +40,32 @@ pub struct McpConfig {
     pub timeout: Duration,
 }
 
+/// Shows the upstream as its origin alone: the URL's user info, path or query may hold a
+/// credential, and a config is the kind of value that ends up in a log line.
+impl std::fmt::Debug for McpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let upstream = match reqwest::Url::parse(&self.upstream) {
+            Ok(u) => u.origin().ascii_serialization(),
+            Err(_) => "(not a URL)".into(),
+        };
+        f.debug_struct("McpConfig")
+            .field("listen", &self.listen)
+            .field("upstream", &upstream)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// The longest `--mcp-upstream-timeout-s` accepted: longer is surely a mistake, and the
+/// deadlines built from it must stay representable.
+pub const MAX_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
 #[derive(Debug, thiserror::Error)]
 pub enum McpConfigError {
     #[error("--mcp-upstream: {0}")]
     Upstream(String),
+    #[error("--mcp-upstream-timeout-s: at most {} s", MAX_UPSTREAM_TIMEOUT.as_secs())]
+    Timeout,
     #[error("cannot build the upstream HTTP client: {0}")]
     Client(String),
 }
@@ -176,4 +198,23 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         buf.extend_from_slice(&chunk);
     }
     Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_never_shows_the_upstream_path_or_credentials() {
+        let cfg = McpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: "https://svc:s3cret@tools.example:8443/t0ken/mcp?key=abc".into(),
+            timeout: Duration::from_secs(5),
+        };
+        let shown = format!("{cfg:?}");
+        assert!(shown.contains("https://tools.example:8443"), "{shown}");
+        for hidden in ["s3cret", "svc", "t0ken", "key=abc"] {
+            assert!(!shown.contains(hidden), "{hidden} in {shown}");
+        }
+    }
 }

@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use tokio::time::Instant;
 
 use super::error::UpstreamError;
-use super::mcp::{McpConfig, McpConfigError};
+use super::mcp::{MAX_UPSTREAM_TIMEOUT, McpConfig, McpConfigError};
 
 /// Connecting should be quick; the rest of the budget is for the tool itself.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +28,9 @@ pub(super) struct Upstream {
 
 impl Upstream {
     pub(super) fn new(cfg: &McpConfig) -> Result<Upstream, McpConfigError> {
+        if cfg.timeout > MAX_UPSTREAM_TIMEOUT {
+            return Err(McpConfigError::Timeout);
+        }
         let url = reqwest::Url::parse(&cfg.upstream)
             .map_err(|e| McpConfigError::Upstream(format!("not a URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -296,6 +299,20 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn an_absurd_timeout_is_refused_not_overflowed() {
+        let cfg = |secs| McpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: "http://127.0.0.1:9000/mcp".into(),
+            timeout: Duration::from_secs(secs),
+        };
+        let e = Upstream::new(&cfg(u64::MAX)).err().unwrap();
+        assert_eq!(e.to_string(), "--mcp-upstream-timeout-s: at most 86400 s");
+        let up = Upstream::new(&cfg(MAX_UPSTREAM_TIMEOUT.as_secs())).unwrap();
+        // The longest accepted still makes a deadline.
+        assert!(Instant::now().checked_add(up.timeout).is_some());
     }
 
     #[test]
