@@ -1183,3 +1183,80 @@ async fn a_call_the_upstream_never_answers_times_out_and_does_not_hold_stop() {
         .count();
     assert_eq!(timed_out, 2, "{spans:?}");
 }
+
+#[test]
+fn serve_refuses_a_timeout_too_long_to_be_a_deadline() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "off",
+            "--mcp-listen",
+            "127.0.0.1:0",
+            "--mcp-upstream",
+            "http://127.0.0.1:9/mcp",
+            "--mcp-upstream-timeout-s",
+            &u64::MAX.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A server that started anyway must not outlive the test.
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 300 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+        panic!("serve started with a timeout of u64::MAX seconds");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--mcp-upstream-timeout-s: at most 86400 s"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_reply_that_never_comes_times_out() {
+    // The head says JSON; the body never arrives.
+    let router =
+        axum::Router::new().fallback(|| async {
+            (
+                [("content-type", "application/json")],
+                axum::body::Body::from_stream(tokio_stream::pending::<
+                    Result<String, std::io::Error>,
+                >()),
+            )
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let p = proxy_with(
+        &format!("http://{addr}/mcp"),
+        TraceConfig::default(),
+        None,
+        Duration::from_secs(1),
+    )
+    .await;
+    let (status, body) = tokio::time::timeout(Duration::from_secs(30), post(&p.url, ECHO_CALL))
+        .await
+        .expect("the proxy answers");
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["id"], 7);
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("upstream unavailable: "), "{msg}");
+    assert!(msg.ends_with("did not answer within 1 s"), "{msg}");
+    tokio::time::timeout(Duration::from_secs(30), p.running.stop())
+        .await
+        .expect("stop returns")
+        .unwrap();
+}
