@@ -156,8 +156,8 @@ impl McpProxy {
     /// Relays the server's stream to the client (the answer to a GET). It carries server
     /// requests and notifications, and, when a client resumes a broken POST stream, the
     /// replies that stream would have carried: a reply to a forwarded tool call is guarded
-    /// here too, and so is, whose call is not known, anything shaped like a tool result and
-    /// any error reply with a message or data. The stream ends when the proxy stops.
+    /// here too, and so is a reply to a call the proxy does not know that may still carry
+    /// tool output (see `Awaited::unknown`). The stream ends when the proxy stops.
     pub(super) fn relay_server_stream(
         &self,
         resp: reqwest::Response,
