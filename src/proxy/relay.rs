@@ -130,7 +130,15 @@ impl McpProxy {
                             }
                         }
                     };
-                    if tx.send(Ok(out)).await.is_err() {
+                    // A client that stops reading must not stretch the deadline either.
+                    let sent = tokio::select! {
+                        sent = tx.send(Ok(out)) => sent.is_ok(),
+                        () = tokio::time::sleep_until(deadline), if !answered => {
+                            failure = Some(up.timed_out());
+                            break 'read;
+                        }
+                    };
+                    if !sent {
                         client_gone = true;
                         break 'read;
                     }
