@@ -1260,3 +1260,42 @@ async fn a_json_reply_that_never_comes_times_out() {
         .expect("stop returns")
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_gives_an_endless_plain_stream_the_timeout_then_closes_it() {
+    let state = Silent::default();
+    let up = silent_upstream(state.clone()).await;
+    let p = proxy_with(&up, TraceConfig::default(), None, Duration::from_secs(1)).await;
+    // Not a tool call: relayed as it is, with no reply deadline while the proxy runs.
+    let mut resp = reqwest::Client::new()
+        .post(&p.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///x"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut parser = SseParser::new(1 << 20);
+    let guard = Duration::from_secs(30);
+    let first = tokio::time::timeout(guard, read_events(&mut resp, &mut parser, |_| true))
+        .await
+        .expect("the first event arrives");
+    assert_eq!(first[0]["method"], "notifications/progress");
+    let stopping = tokio::spawn(p.running.stop());
+    // The stream ends (the client sees it end) and stop returns.
+    tokio::time::timeout(guard, async {
+        while let Ok(Some(_)) = resp.chunk().await {}
+    })
+    .await
+    .expect("the stream ends after stop");
+    tokio::time::timeout(guard, stopping)
+        .await
+        .expect("stop returns")
+        .unwrap()
+        .unwrap();
+    let upstream_end = state.posts.lock().unwrap()[0].clone();
+    tokio::time::timeout(guard, upstream_end.closed())
+        .await
+        .expect("the upstream stream is dropped");
+}
