@@ -53,7 +53,8 @@ pub enum Command {
         /// `--mcp-listen`.
         #[arg(long)]
         mcp_upstream: Option<String>,
-        /// Seconds the MCP server may take to start answering a request.
+        /// Seconds the MCP server may take to start answering a request, and to reply to a
+        /// tool call (from forwarding); at most 86400.
         #[arg(long, default_value_t = 120)]
         mcp_upstream_timeout_s: u64,
     },

@@ -86,12 +86,17 @@ fn tool_call(msg: &Value) -> Result<ToolCall, ProxyError> {
             ));
         }
     };
-    let pause_id = params
-        .get("_meta")
-        .and_then(|m| m.get(PAUSE_META_KEY))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    // A pause id of the wrong type is refused, not ignored: the caller meant to resubmit an
+    // approved call and must learn why it is judged afresh.
+    let pause_id = match params.get("_meta").and_then(|m| m.get(PAUSE_META_KEY)) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(p)) => p.clone(),
+        Some(_) => {
+            return Err(ProxyError::InvalidParams(format!(
+                "`params._meta.{PAUSE_META_KEY}` must be a string"
+            )));
+        }
+    };
     Ok(ToolCall {
         id: id.clone(),
         name: name.to_string(),
@@ -391,6 +396,20 @@ mod tests {
         ] {
             assert!(classify(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_pause_id_of_the_wrong_type_is_refused_by_name() {
+        let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"x","_meta":{"toolgate/pause_id":42}}});
+        let e = classify(&call).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid params: `params._meta.toolgate/pause_id` must be a string"
+        );
+        let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"x","_meta":{"toolgate/pause_id":null}}});
+        assert!(matches!(classify(&call), Ok(Incoming::ToolCall(c)) if c.pause_id.is_empty()));
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! Proxy mode: toolgate stands where the agent's tool server was, forwards the traffic to
 //! the real server and guards every tool call and tool result on the way through.
 
+pub mod context;
 pub mod error;
+mod guard;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod outstanding;
+mod relay;
 pub mod sse;
+mod upstream;
 
 use crate::decision::{Action, Decision, RedactionSpan};
 

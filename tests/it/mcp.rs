@@ -167,6 +167,15 @@ struct Proxy {
 }
 
 async fn proxy(upstream: &str, tracing: TraceConfig, pack: Option<&str>) -> Proxy {
+    proxy_with(upstream, tracing, pack, Duration::from_secs(30)).await
+}
+
+async fn proxy_with(
+    upstream: &str,
+    tracing: TraceConfig,
+    pack: Option<&str>,
+    timeout: Duration,
+) -> Proxy {
     let dir = tempfile::tempdir().unwrap();
     let policy = match pack {
         Some(text) => {
@@ -193,7 +202,7 @@ async fn proxy(upstream: &str, tracing: TraceConfig, pack: Option<&str>) -> Prox
         mcp: Some(McpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: upstream.to_string(),
-            timeout: Duration::from_secs(30),
+            timeout,
         }),
     })
     .await
@@ -653,6 +662,70 @@ async fn resumed_replies_on_the_server_stream_are_guarded_and_cut_streams_report
     p.running.stop().await.unwrap();
 }
 
+/// A server whose GET stream carries `events` and ends.
+async fn server_stream_upstream(events: String) -> String {
+    use axum::routing::get;
+    let sse = [("content-type", "text/event-stream")];
+    let router = axum::Router::new().route("/mcp", get(move || async move { (sse, events) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumed_error_replies_on_the_server_stream_are_guarded() {
+    // A server that quotes a failed command's output in its error reply.
+    let leaky = json!({"jsonrpc":"2.0","id":98,"error":{"code":-32000,
+        "message":format!("tool failed: export AWS_ACCESS_KEY_ID={AWS_KEY}"),
+        "data":{"stderr":format!("key {AWS_KEY}")}}});
+    let plain =
+        json!({"jsonrpc":"2.0","id":97,"error":{"code":-32601,"message":"method not found"}});
+    let up = server_stream_upstream(format!("id: 3\ndata: {leaky}\n\ndata: {plain}\n\n")).await;
+    let p = proxy(&up, TraceConfig::default(), None).await;
+    let text = reqwest::Client::new()
+        .get(&p.url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains(AWS_KEY), "{text}");
+    let events = SseParser::new(1 << 20).push(text.as_bytes()).unwrap();
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0].id.as_deref(), Some("3"), "the event id is kept");
+    let redacted: Value = serde_json::from_str(events[0].data.as_deref().unwrap()).unwrap();
+    // Still the server's error, redacted where it sits.
+    assert_eq!(redacted["id"], 98);
+    assert_eq!(redacted["error"]["code"], -32000, "{redacted}");
+    let msg = redacted["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("tool failed: export AWS_ACCESS_KEY_ID=[REDACTED:"),
+        "{msg}"
+    );
+    let stderr = redacted["error"]["data"]["stderr"].as_str().unwrap();
+    assert!(stderr.starts_with("key [REDACTED:"), "{stderr}");
+    // An error with nothing to hide passes byte for byte.
+    assert_eq!(events[1].raw, format!("data: {plain}\n\n").as_bytes());
+    p.running.stop().await.unwrap();
+    let log = std::fs::read_to_string(&p.log).unwrap();
+    let judged: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(judged.len(), 2, "{log}");
+    assert!(
+        judged
+            .iter()
+            .all(|l| l["event"] == "tool_call_result" && l["tool"] == "unknown"),
+        "{log}"
+    );
+}
+
 async fn post(url: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(url)
@@ -886,4 +959,343 @@ fn serve_needs_an_upstream_with_the_proxy() {
     assert_eq!(out.status.code(), Some(64));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--mcp-upstream"), "{err}");
+}
+
+/// A scripted MCP server whose tool calls never finish: each POST stream carries one
+/// progress notification and then stays open, silent. Its GET stream carries whatever the
+/// test pushes into it.
+#[derive(Clone, Default)]
+struct Silent {
+    /// The sending end of each POST stream: closed once the proxy drops the stream.
+    posts: Arc<Mutex<Vec<EventSender>>>,
+    get: Arc<Mutex<Option<EventSender>>>,
+}
+
+type EventSender = tokio::sync::mpsc::Sender<Result<String, std::io::Error>>;
+
+async fn silent_upstream(state: Silent) -> String {
+    use axum::routing::get;
+    use tokio_stream::wrappers::ReceiverStream;
+    const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1,"total":2}}"#;
+    let sse = [("content-type", "text/event-stream")];
+    let (on_get, on_post) = (state.clone(), state);
+    let router = axum::Router::new().route(
+        "/mcp",
+        get(move || {
+            let state = on_get.clone();
+            async move {
+                let (tx, rx) = tokio::sync::mpsc::channel(4);
+                *state.get.lock().unwrap() = Some(tx);
+                (sse, axum::body::Body::from_stream(ReceiverStream::new(rx)))
+            }
+        })
+        .post(move || {
+            let state = on_post.clone();
+            async move {
+                let (tx, rx) = tokio::sync::mpsc::channel(4);
+                tx.send(Ok(format!("data: {PROGRESS}\n\n"))).await.unwrap();
+                state.posts.lock().unwrap().push(tx);
+                (sse, axum::body::Body::from_stream(ReceiverStream::new(rx)))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// An OTLP trace receiver on loopback.
+struct Otlp {
+    receiver: Receiver,
+    endpoint: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl Otlp {
+    async fn start() -> Otlp {
+        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+        let receiver = Receiver::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(TraceServiceServer::new(receiver.clone()))
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                ),
+        );
+        Otlp {
+            receiver,
+            endpoint,
+            stop,
+            task,
+        }
+    }
+
+    /// Every span received so far; the receiver stops.
+    async fn spans(self) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+        let got = self.receiver.0.lock().unwrap().clone();
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+        got.into_iter()
+            .flat_map(|r| r.resource_spans)
+            .flat_map(|rs| rs.scope_spans)
+            .flat_map(|ss| ss.spans)
+            .collect()
+    }
+}
+
+fn hang_call(id: u64) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+        "name":"hang","arguments":{},"_meta":{"progressToken":"tok"}}})
+    .to_string()
+}
+
+/// Sends a call to the silent upstream; returns its stream once the progress event is in.
+async fn hang(url: &str, id: u64, parser: &mut SseParser) -> reqwest::Response {
+    let mut resp = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(hang_call(id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let first = read_events(&mut resp, parser, |_| true).await;
+    assert_eq!(first[0]["method"], "notifications/progress", "{first:?}");
+    resp
+}
+
+/// The stream's remaining events up to the reply to `id`, which must be the timeout error.
+async fn expect_timeout(resp: &mut reqwest::Response, parser: &mut SseParser, id: u64) {
+    let events = read_events(resp, parser, |v| v["id"] == id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let err = &events[0]["error"];
+    assert_eq!(err["code"], -32603, "{err}");
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.starts_with("upstream unavailable: "), "{msg}");
+    assert!(msg.ends_with("did not answer within 1 s"), "{msg}");
+    assert!(!msg.contains("/mcp"), "the upstream path stays out: {msg}");
+    // The stream ends after the error.
+    assert!(resp.chunk().await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_upstream_never_answers_times_out_and_does_not_hold_stop() {
+    let state = Silent::default();
+    let up = silent_upstream(state.clone()).await;
+    let otlp = Otlp::start().await;
+    let tracing = TraceConfig {
+        endpoint: Some(otlp.endpoint.clone()),
+        service_name: Some("toolgate-mcp-test".into()),
+    };
+    let p = proxy_with(&up, tracing, None, Duration::from_secs(1)).await;
+    let guard = Duration::from_secs(30);
+    let http = reqwest::Client::new();
+    let mut server_stream = http
+        .get(&p.url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(server_stream.status(), 200);
+
+    // The progress event goes through as it comes; at the deadline the client gets the
+    // timeout error for the call, and the upstream stream is dropped.
+    let mut parser = SseParser::new(1 << 20);
+    let mut resp = tokio::time::timeout(guard, hang(&p.url, 1, &mut parser))
+        .await
+        .expect("progress arrives");
+    tokio::time::timeout(guard, expect_timeout(&mut resp, &mut parser, 1))
+        .await
+        .expect("the timeout error arrives");
+    let first = state.posts.lock().unwrap()[0].clone();
+    tokio::time::timeout(guard, first.closed())
+        .await
+        .expect("the proxy dropped the upstream stream");
+
+    // The call is no longer awaited: its reply, arriving late on the server stream, is
+    // judged as a result of an unknown tool (and still redacted).
+    let late = json!({"jsonrpc":"2.0","id":1,"result":{"content":[
+        {"type":"text","text":format!("late: {AWS_KEY}")}]}});
+    let tx = state.get.lock().unwrap().clone().unwrap();
+    tx.send(Ok(format!("data: {late}\n\n"))).await.unwrap();
+    let mut get_parser = SseParser::new(1 << 20);
+    let got = tokio::time::timeout(
+        guard,
+        read_events(&mut server_stream, &mut get_parser, |v| v["id"] == 1),
+    )
+    .await
+    .expect("the late reply is relayed");
+    let text = text_of(&got[0]["result"]);
+    assert!(text.starts_with("late: [REDACTED:"), "{text}");
+
+    // Stopping while a call waits: the client still gets its timeout error, and stop
+    // returns instead of waiting on the silent stream.
+    let mut parser = SseParser::new(1 << 20);
+    let mut resp = tokio::time::timeout(guard, hang(&p.url, 2, &mut parser))
+        .await
+        .expect("progress arrives");
+    let stopping = tokio::spawn(p.running.stop());
+    tokio::time::timeout(guard, expect_timeout(&mut resp, &mut parser, 2))
+        .await
+        .expect("the timeout error arrives while stopping");
+    drop(server_stream);
+    tokio::time::timeout(guard, stopping)
+        .await
+        .expect("stop returns")
+        .unwrap()
+        .unwrap();
+
+    let log = std::fs::read_to_string(&p.log).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tools: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["event"].as_str().unwrap(), l["tool"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("tool_call_start", "hang"),
+            ("tool_call_result", "unknown"),
+            ("tool_call_start", "hang")
+        ],
+        "{log}"
+    );
+    // Each timed-out call's upstream span says so, as other upstream failures do.
+    let spans = otlp.spans().await;
+    let timed_out = spans
+        .iter()
+        .filter(|s| s.name == "toolgate.upstream")
+        .filter(|s| s.status.as_ref().is_some_and(|st| st.message == "timeout"))
+        .count();
+    assert_eq!(timed_out, 2, "{spans:?}");
+}
+
+#[test]
+fn serve_refuses_a_timeout_too_long_to_be_a_deadline() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "off",
+            "--mcp-listen",
+            "127.0.0.1:0",
+            "--mcp-upstream",
+            "http://127.0.0.1:9/mcp",
+            "--mcp-upstream-timeout-s",
+            &u64::MAX.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A server that started anyway must not outlive the test.
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 300 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+        panic!("serve started with a timeout of u64::MAX seconds");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--mcp-upstream-timeout-s: at most 86400 s"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_reply_that_never_comes_times_out() {
+    // The head says JSON; the body never arrives.
+    let router =
+        axum::Router::new().fallback(|| async {
+            (
+                [("content-type", "application/json")],
+                axum::body::Body::from_stream(tokio_stream::pending::<
+                    Result<String, std::io::Error>,
+                >()),
+            )
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let p = proxy_with(
+        &format!("http://{addr}/mcp"),
+        TraceConfig::default(),
+        None,
+        Duration::from_secs(1),
+    )
+    .await;
+    let (status, body) = tokio::time::timeout(Duration::from_secs(30), post(&p.url, ECHO_CALL))
+        .await
+        .expect("the proxy answers");
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["id"], 7);
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("upstream unavailable: "), "{msg}");
+    assert!(msg.ends_with("did not answer within 1 s"), "{msg}");
+    tokio::time::timeout(Duration::from_secs(30), p.running.stop())
+        .await
+        .expect("stop returns")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_gives_an_endless_plain_stream_the_timeout_then_closes_it() {
+    let state = Silent::default();
+    let up = silent_upstream(state.clone()).await;
+    let p = proxy_with(&up, TraceConfig::default(), None, Duration::from_secs(1)).await;
+    // Not a tool call: relayed as it is, with no reply deadline while the proxy runs.
+    let mut resp = reqwest::Client::new()
+        .post(&p.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///x"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut parser = SseParser::new(1 << 20);
+    let guard = Duration::from_secs(30);
+    let first = tokio::time::timeout(guard, read_events(&mut resp, &mut parser, |_| true))
+        .await
+        .expect("the first event arrives");
+    assert_eq!(first[0]["method"], "notifications/progress");
+    let stopping = tokio::spawn(p.running.stop());
+    // The stream ends (the client sees it end) and stop returns.
+    tokio::time::timeout(guard, async {
+        while let Ok(Some(_)) = resp.chunk().await {}
+    })
+    .await
+    .expect("the stream ends after stop");
+    tokio::time::timeout(guard, stopping)
+        .await
+        .expect("stop returns")
+        .unwrap()
+        .unwrap();
+    let upstream_end = state.posts.lock().unwrap()[0].clone();
+    tokio::time::timeout(guard, upstream_end.closed())
+        .await
+        .expect("the upstream stream is dropped");
 }
