@@ -37,8 +37,10 @@ fn event() -> Event {
         ));
         i += 1;
     }
-    e.arguments =
-        Some(json!({"command": "python3 scripts/report.py --region all", "script": script}));
+    let arguments = json!({"command": "python3 scripts/report.py --region all", "script": script});
+    // As the server's edge leaves it: the parsed tree and the text it came from.
+    e.arguments_text = Some(arguments.to_string());
+    e.arguments = Some(arguments);
     e
 }
 
@@ -121,13 +123,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let ev = e.clone();
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            telemetry.log.record(Record {
-                event: ev,
-                decision: d,
-                policy: policy.clone(),
-                span_id: String::new(),
-                span: None,
-            })
+            telemetry
+                .log
+                .record(Record::new(ev, d, policy.clone(), String::new(), None))
         })
     });
     g.finish();

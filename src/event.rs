@@ -80,6 +80,10 @@ pub struct Event {
     pub tool_name: String,
     /// Parsed `arguments_json`; `None` when the caller sent none.
     pub arguments: Option<Value>,
+    /// `arguments_json` as the caller sent it, when the edge had it as text. The decision
+    /// log takes this one string to its thread instead of the parsed tree (see
+    /// `telemetry::log::Record::new`). Rules never read it.
+    pub arguments_text: Option<String>,
     pub output: String,
     pub is_error: bool,
     pub messages: Vec<Message>,
@@ -97,6 +101,7 @@ impl Event {
             context,
             tool_name: String::new(),
             arguments: None,
+            arguments_text: None,
             output: String::new(),
             is_error: false,
             messages: Vec::new(),

@@ -68,6 +68,7 @@ pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError
     require_tool(&r.tool_name)?;
     let mut e = Event::new(EventKind::ToolCallStart, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
+    e.arguments_text = e.arguments.is_some().then_some(r.arguments_json);
     e.tool_name = r.tool_name;
     e.pause_id = r.pause_id;
     Ok(e)
@@ -77,6 +78,7 @@ pub fn tool_call_result(r: proto::ToolCallResultRequest) -> Result<Event, ApiErr
     require_tool(&r.tool_name)?;
     let mut e = Event::new(EventKind::ToolCallResult, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
+    e.arguments_text = e.arguments.is_some().then_some(r.arguments_json);
     e.tool_name = r.tool_name;
     e.output = r.output;
     e.is_error = r.is_error;

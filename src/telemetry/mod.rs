@@ -85,13 +85,7 @@ impl Telemetry {
             policy.mode.as_str(),
             start.at.elapsed().as_secs_f64(),
         );
-        let record = log::Record {
-            event,
-            decision: d,
-            policy: policy.clone(),
-            span_id,
-            span,
-        };
+        let record = log::Record::new(event, d, policy.clone(), span_id, span);
         if !self.log.record(record) {
             self.metrics.decision_log_dropped();
         }
