@@ -215,10 +215,11 @@ impl Record {
         self.packed.restore(&mut event, &mut d, &mut span_id);
         event.is_error = h.is_error;
         // The edge parsed this text already; it parses again the same way.
-        event.arguments = match self.arguments_text {
-            Some(text) => serde_json::from_str(&text).ok(),
+        event.arguments = match &self.arguments_text {
+            Some(text) => serde_json::from_str(text).ok(),
             None => rest.arguments,
         };
+        event.arguments_text = self.arguments_text;
         event.output = self.output;
         event.messages = rest.messages;
         event.plan = rest.plan;
@@ -521,17 +522,27 @@ fn cut(truncated: &mut bool, s: &str) -> String {
 /// original; every text field cut to the excerpt length.
 fn replay(event: &Event, d: &Decision) -> Replay {
     let mut truncated = false;
-    let args_text = d
-        .redacted_arguments_json
-        .clone()
-        .or_else(|| event.arguments.as_ref().map(|a| a.to_string()));
-    let arguments = match args_text {
-        Some(t) if t.len() <= EXCERPT => serde_json::from_str(&t).ok(),
-        Some(_) => {
+    let arguments = match (&d.redacted_arguments_json, &event.arguments) {
+        (Some(t), _) if t.len() <= EXCERPT => serde_json::from_str(t).ok(),
+        (Some(_), _) => {
             truncated = true;
             None
         }
-        None => None,
+        (None, Some(a)) => {
+            // Measured as sent when the text is at hand, else as compact JSON; the tree
+            // itself is reused, not printed and parsed again.
+            let len = event
+                .arguments_text
+                .as_ref()
+                .map_or_else(|| a.to_string().len(), String::len);
+            if len <= EXCERPT {
+                Some(a.clone())
+            } else {
+                truncated = true;
+                None
+            }
+        }
+        (None, None) => None,
     };
     let output = cut(
         &mut truncated,
@@ -633,7 +644,10 @@ fn write_one<'w>(
     out: Option<&mut (dyn LineWriter + 'w)>,
     tracing: Option<&Tracing>,
 ) {
-    let (event, decision, policy, span_id, span) = r.unpack();
+    let (event, decision, policy, mut span_id, span) = r.unpack();
+    if let (true, Some(s)) = (span_id.is_empty(), &span) {
+        span_id = s.context.span_id().to_string();
+    }
     if let Some(out) = out {
         let line = log.line(&event, &decision, &policy, &span_id);
         if let Err(e) = out.write_line(&line) {

@@ -65,12 +65,10 @@ impl Telemetry {
         chosen: Option<opentelemetry::trace::SpanContext>,
         view: impl FnOnce(&Decision) -> T,
     ) -> T {
-        let mut span_id = String::new();
         let span = chosen.map(|sc| {
             if d.trace_id.is_empty() {
                 d.trace_id = sc.trace_id().to_string();
             }
-            span_id = sc.span_id().to_string();
             trace::PendingSpan {
                 context: sc,
                 parent: parent.clone(),
@@ -85,7 +83,8 @@ impl Telemetry {
             policy.mode.as_str(),
             start.at.elapsed().as_secs_f64(),
         );
-        let record = log::Record::new(event, d, policy.clone(), span_id, span);
+        // The log line's span id is written out by the writer, from the span.
+        let record = log::Record::new(event, d, policy.clone(), String::new(), span);
         if !self.log.record(record) {
             self.metrics.decision_log_dropped();
         }
