@@ -454,6 +454,26 @@ impl Running {
     }
 }
 
+/// Serves an HTTP app until shutdown. Graceful: it stops accepting and lets requests in
+/// flight finish.
+fn serve_http(
+    listener: TcpListener,
+    app: axum::Router,
+    mut stop: watch::Receiver<bool>,
+    what: &'static str,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "{what} failed");
+        }
+    })
+}
+
 /// Binds and starts the server. A bad policy at start-up is a `UsageError`.
 pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     if let Some(t) = &opts.approver_token
@@ -514,17 +534,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 store: store.clone(),
                 telemetry: telemetry.clone(),
             });
-            let mut stop = shutdown_rx.clone();
-            let task = tokio::spawn(async move {
-                let served = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    })
-                    .await;
-                if let Err(e) = served {
-                    tracing::error!(error = %e, "admin server failed");
-                }
-            });
+            let task = serve_http(listener, app, shutdown_rx.clone(), "admin server");
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -563,19 +573,8 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 .with_context(|| format!("cannot listen on {} (MCP proxy)", cfg.listen))?;
             let addr = listener.local_addr()?;
             let app = proxy.router(opts.max_in_flight);
-            let mut stop = shutdown_rx.clone();
-            let task = tokio::spawn(async move {
-                // Graceful: stops accepting, lets requests in flight finish; the proxy
-                // closes its endless server-to-client streams on the same signal.
-                let served = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    })
-                    .await;
-                if let Err(e) = served {
-                    tracing::error!(error = %e, "MCP proxy failed");
-                }
-            });
+            // The proxy closes its endless server-to-client streams on the same signal.
+            let task = serve_http(listener, app, shutdown_rx.clone(), "MCP proxy");
             (Some(addr), Some(task))
         }
         None => (None, None),
