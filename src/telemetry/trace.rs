@@ -2,7 +2,6 @@
 //! span (W3C `traceparent`/`tracestate` from gRPC metadata), exported over OTLP/gRPC by a batch
 //! processor that drops rather than blocks. Off unless an OTLP endpoint is configured.
 
-use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
@@ -106,18 +105,6 @@ impl Extractor for MetadataExtractor<'_> {
                 tonic::metadata::KeyRef::Binary(_) => None,
             })
             .collect()
-    }
-}
-
-/// Reads `traceparent`/`tracestate` from a plain map (HTTP headers, tests).
-pub struct MapExtractor<'a>(pub &'a HashMap<String, String>);
-
-impl Extractor for MapExtractor<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
-    }
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(String::as_str).collect()
     }
 }
 
