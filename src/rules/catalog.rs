@@ -157,23 +157,16 @@ macro_rules! sql_ident {
     };
 }
 
-/// A condition that is true for every row: a digit compared with itself (`1=1`, `0 = 0`), a
-/// quoted letter or digit compared with itself (`'a'='a'`, `'1'='1'`, `''=''`), or `true`. The
-/// regex crate has no backreferences, so the equal pairs are listed. The caller requires the
-/// statement (or a parenthesis) to end right after, so `1=10` is not one.
-macro_rules! sql_tautology {
+/// A condition that may be true for every row: `true`, or two literals or identifiers
+/// compared (`1=1`, `2>1`, `'a'<>'b'`, `id = id`). The regex only finds the shape; the
+/// `AlwaysTrue` validator decides (the regex crate cannot compare the two sides). The caller
+/// requires the statement (or a parenthesis) to end right after, so `1=10 AND …` is bounded.
+macro_rules! sql_comparison {
     () => {
         concat!(
-            r"(?:0\s*=\s*0|1\s*=\s*1|2\s*=\s*2|3\s*=\s*3|4\s*=\s*4",
-            r"|5\s*=\s*5|6\s*=\s*6|7\s*=\s*7|8\s*=\s*8|9\s*=\s*9",
-            r"|''\s*=\s*''",
-            r"|'a'\s*=\s*'a'|'b'\s*=\s*'b'|'c'\s*=\s*'c'|'d'\s*=\s*'d'|'e'\s*=\s*'e'|'f'\s*=\s*'f'|'g'\s*=\s*'g'",
-            r"|'h'\s*=\s*'h'|'i'\s*=\s*'i'|'j'\s*=\s*'j'|'k'\s*=\s*'k'|'l'\s*=\s*'l'|'m'\s*=\s*'m'|'n'\s*=\s*'n'",
-            r"|'o'\s*=\s*'o'|'p'\s*=\s*'p'|'q'\s*=\s*'q'|'r'\s*=\s*'r'|'s'\s*=\s*'s'|'t'\s*=\s*'t'|'u'\s*=\s*'u'",
-            r"|'v'\s*=\s*'v'|'w'\s*=\s*'w'|'x'\s*=\s*'x'|'y'\s*=\s*'y'|'z'\s*=\s*'z'",
-            r"|'0'\s*=\s*'0'|'1'\s*=\s*'1'|'2'\s*=\s*'2'|'3'\s*=\s*'3'|'4'\s*=\s*'4'",
-            r"|'5'\s*=\s*'5'|'6'\s*=\s*'6'|'7'\s*=\s*'7'|'8'\s*=\s*'8'|'9'\s*=\s*'9'",
-            r"|true)"
+            r"(?:true|(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]{0,32}'|[a-z_][a-z0-9_.]{0,63})",
+            r"\s*(?:==|<>|!=|<=|>=|=|<|>)\s*",
+            r"(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]{0,32}'|[a-z_][a-z0-9_.]{0,63}))"
         )
     };
 }
@@ -475,17 +468,20 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
     // An always-true condition, alone or OR-ed onto a real one (`WHERE id = 5 OR 1=1`, the
     // classic injection), right before the end of the statement. `WHERE 1=1 AND id = 5` (the
     // query-builder idiom) is bounded by the AND and is left alone.
-    pattern(
-        "delete_where_always_true",
-        concat!(
-            r"(?-u:\b)delete\s+from\s+",
-            sql_ident!(),
-            r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+where\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
-            sql_tautology!(),
-            r#"\s*(?:;|\z|["'`)]|--)"#
-        ),
-        &["delete"],
-    ),
+    PatternDef {
+        validator: Validator::AlwaysTrue,
+        ..pattern(
+            "delete_where_always_true",
+            concat!(
+                r"(?-u:\b)delete\s+from\s+",
+                sql_ident!(),
+                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+where\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
+                sql_comparison!(),
+                r#"\s*(?:;|\z|["'`)]|--)"#
+            ),
+            &["delete"],
+        )
+    },
     // UPDATE with no WHERE at all: every row is overwritten. `SET column =` is required, so
     // prose ("update the set of users") is not read as SQL. The match runs to the first `;`
     // outside quotes (newlines included, as a WHERE often starts a new line) and the
@@ -503,17 +499,20 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
         )
     },
     // The same for UPDATE: every row is overwritten.
-    pattern(
-        "update_where_always_true",
-        concat!(
-            r"(?-u:\b)update\s+",
-            sql_ident!(),
-            r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+set\s+[^;]{1,500}?\swhere\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
-            sql_tautology!(),
-            r#"\s*(?:;|\z|["'`)]|--)"#
-        ),
-        &["update"],
-    ),
+    PatternDef {
+        validator: Validator::AlwaysTrue,
+        ..pattern(
+            "update_where_always_true",
+            concat!(
+                r"(?-u:\b)update\s+",
+                sql_ident!(),
+                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+set\s+[^;]{1,500}?\swhere\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
+                sql_comparison!(),
+                r#"\s*(?:;|\z|["'`)]|--)"#
+            ),
+            &["update"],
+        )
+    },
 ];
 
 const GIT_FORCE_PUSH: &[PatternDef] = &[

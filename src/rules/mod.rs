@@ -97,4 +97,8 @@ pub enum Validator {
     /// SQL statement: no `WHERE` keyword outside quoted strings (the regex crate has no
     /// lookahead to say "not followed by WHERE").
     NoWhereClause,
+    /// SQL statement whose last condition (after the last `OR` or `WHERE` outside quotes)
+    /// holds for every row: `true`, equal literals, literals in true order, or a column
+    /// compared with itself.
+    AlwaysTrue,
 }

@@ -12,6 +12,7 @@ pub fn check(v: Validator, matched: &str, allow_emails: &[String]) -> bool {
         Validator::Ssn => ssn(matched),
         Validator::EmailNotAllowed => !email_allowed(matched, allow_emails),
         Validator::NoWhereClause => !has_where_clause(matched),
+        Validator::AlwaysTrue => ends_always_true(matched),
     }
 }
 
@@ -229,9 +230,147 @@ fn has_where_clause(sql: &str) -> bool {
     false
 }
 
+/// True when the statement's last condition, after the last `WHERE` or `OR` outside quoted
+/// strings, is true for every row. What follows the condition (`;`, `)`, a quote, a
+/// comment) is ignored: the regex that found the statement already bounds it.
+fn ends_always_true(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut start = None;
+    for i in 0..b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
+            None => {
+                for kw in [&b"where"[..], b"or"] {
+                    if keyword_at(b, i, kw) {
+                        start = Some(i + kw.len());
+                    }
+                }
+            }
+        }
+    }
+    let Some(start) = start else {
+        return false;
+    };
+    condition_always_true(
+        sql[start..]
+            .trim_start()
+            .trim_start_matches('(')
+            .trim_start(),
+    )
+}
+
+fn keyword_at(b: &[u8], i: usize, kw: &[u8]) -> bool {
+    let is_word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+    (i == 0 || !is_word(&b[i - 1]))
+        && b.len() - i >= kw.len()
+        && b[i..i + kw.len()].eq_ignore_ascii_case(kw)
+        && !b.get(i + kw.len()).is_some_and(is_word)
+}
+
+#[derive(Debug, PartialEq)]
+enum Operand<'a> {
+    Number(f64),
+    Text(&'a str),
+    Column(&'a str),
+}
+
+fn condition_always_true(cond: &str) -> bool {
+    if keyword_at(cond.as_bytes(), 0, b"true") {
+        return true;
+    }
+    let Some((left, rest)) = operand(cond) else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    let Some(op) = ["==", "<>", "!=", "<=", ">=", "=", "<", ">"]
+        .into_iter()
+        .find(|op| rest.starts_with(op))
+    else {
+        return false;
+    };
+    let Some((right, _)) = operand(rest[op.len()..].trim_start()) else {
+        return false;
+    };
+    let holds = |ord: std::cmp::Ordering| match op {
+        "=" | "==" => ord.is_eq(),
+        "<>" | "!=" => ord.is_ne(),
+        "<" => ord.is_lt(),
+        ">" => ord.is_gt(),
+        "<=" => ord.is_le(),
+        _ => ord.is_ge(),
+    };
+    match (left, right) {
+        (Operand::Number(a), Operand::Number(b)) => a.partial_cmp(&b).is_some_and(holds),
+        (Operand::Text(a), Operand::Text(b)) => holds(a.cmp(b)),
+        // A column equals itself on every row where it is not NULL: as good as all rows.
+        (Operand::Column(a), Operand::Column(b)) => {
+            matches!(op, "=" | "==" | "<=" | ">=") && a.eq_ignore_ascii_case(b)
+        }
+        _ => false,
+    }
+}
+
+/// A number, a single-quoted string or a (possibly qualified) column name at the start.
+fn operand(s: &str) -> Option<(Operand<'_>, &str)> {
+    let b = s.as_bytes();
+    let first = *b.first()?;
+    if first == b'\'' {
+        let end = s[1..].find('\'')? + 1;
+        return Some((Operand::Text(&s[1..end]), &s[end + 1..]));
+    }
+    let is_word = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.');
+    let len = b.iter().take_while(|c| is_word(c)).count();
+    if len == 0 {
+        return None;
+    }
+    let (word, rest) = s.split_at(len);
+    if first.is_ascii_digit() {
+        return word.parse().ok().map(|n| (Operand::Number(n), rest));
+    }
+    (first.is_ascii_alphabetic() || first == b'_').then_some((Operand::Column(word), rest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn always_true_conditions_are_told_from_bounded_ones() {
+        for sql in [
+            "delete from t where 1=1",
+            "delete from t where id = 5 or 1 = 1;",
+            "delete from t where id = 5 or 2>1;",
+            "delete from t where id = 5 or 1 < 2",
+            "delete from t where id = 5 or 1 <> 2)",
+            "delete from t where id = 5 or 3 >= 3 --",
+            "delete from t where name = 'bob' or 'a'='a'",
+            "delete from t where name = 'bob' or 'x' != 'y';",
+            "delete from t where id = 5 or id = id;",
+            "delete from t where a = 1 and b = 2 or t.c = T.C",
+            "update t set a = 1 where true",
+            "update t set a = 'or' where id = 7 or 2 > 1",
+        ] {
+            assert!(ends_always_true(sql), "{sql}");
+        }
+        for sql in [
+            "delete from t where 1=0",
+            "delete from t where id = 1 or 1=10",
+            "delete from t where id = 5 or 2<1;",
+            "delete from t where name = 'bob' or 'a'='b'",
+            "delete from t where a = b",
+            "delete from t where id <> id",
+            "delete from t where created < 5",
+            "delete from t where id = 5 or id = 6",
+            "delete from t where note = 'x or 1=1'",
+            "delete from t",
+        ] {
+            assert!(!ends_always_true(sql), "{sql}");
+        }
+    }
 
     #[test]
     fn luhn_accepts_real_test_cards() {
