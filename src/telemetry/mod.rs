@@ -67,7 +67,7 @@ impl Telemetry {
     ) -> T {
         let span = chosen.map(|sc| {
             if d.trace_id.is_empty() {
-                d.trace_id = sc.trace_id().to_string();
+                d.trace_id = log::lower_hex(&sc.trace_id().to_bytes());
             }
             trace::PendingSpan {
                 context: sc,
