@@ -205,29 +205,28 @@ pub fn email_allowed(email: &str, allow: &[String]) -> bool {
 /// Whether the statement has a `WHERE` keyword outside quoted strings and identifiers.
 fn has_where_clause(sql: &str) -> bool {
     let b = sql.as_bytes();
+    unquoted(b).any(|i| keyword_at(b, i, b"where"))
+}
+
+/// Offsets of the bytes of `b` outside single-, double- and back-quoted strings.
+fn unquoted(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < b.len() {
+    (0..b.len()).filter(move |&i| {
         let c = b[i];
         match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
-            None => {
-                let word_start = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
-                if word_start
-                    && b.len() - i >= 5
-                    && b[i..i + 5].eq_ignore_ascii_case(b"where")
-                    && b.get(i + 5)
-                        .is_none_or(|n| !(n.is_ascii_alphanumeric() || *n == b'_'))
-                {
-                    return true;
+            Some(q) => {
+                if c == q {
+                    quote = None;
                 }
+                false
             }
+            None if matches!(c, b'\'' | b'"' | b'`') => {
+                quote = Some(c);
+                false
+            }
+            None => true,
         }
-        i += 1;
-    }
-    false
+    })
 }
 
 /// True when the statement's last condition, after the last `WHERE` or `OR` outside quoted
@@ -235,23 +234,14 @@ fn has_where_clause(sql: &str) -> bool {
 /// comment) is ignored: the regex that found the statement already bounds it.
 fn ends_always_true(sql: &str) -> bool {
     let b = sql.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut start = None;
-    for i in 0..b.len() {
-        let c = b[i];
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
-            None => {
-                for kw in [&b"where"[..], b"or"] {
-                    if keyword_at(b, i, kw) {
-                        start = Some(i + kw.len());
-                    }
-                }
-            }
-        }
-    }
+    let start = unquoted(b)
+        .filter_map(|i| {
+            [&b"where"[..], b"or"]
+                .into_iter()
+                .find(|kw| keyword_at(b, i, kw))
+                .map(|kw| i + kw.len())
+        })
+        .last();
     let Some(start) = start else {
         return false;
     };
