@@ -51,6 +51,9 @@ impl fmt::Display for EventKind {
     }
 }
 
+/// Longest session, step and tenant id an edge accepts: they key state kept in memory.
+pub const MAX_ID_BYTES: usize = 256;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
     pub session_id: String,

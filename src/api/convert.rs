@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::status::ApiError;
 use crate::decision::{self, Action, RiskLevel, Status as DStatus};
 use crate::deep::VerdictKind;
-use crate::event::{self, Context, Event, EventKind, PlannedAction};
+use crate::event::{self, Context, Event, EventKind, MAX_ID_BYTES, PlannedAction};
 use crate::proto;
 use crate::session;
 
@@ -30,9 +30,6 @@ pub fn check_size(msg: &impl prost::Message, limit: usize) -> Result<usize, ApiE
     }
     Ok(size)
 }
-
-/// Longest session, step and tenant id accepted: they key state kept in memory.
-const MAX_ID_BYTES: usize = 256;
 
 pub fn context(c: Option<proto::EventContext>) -> Result<Context, ApiError> {
     let c = c.unwrap_or_default();

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::error::ProxyError;
 use super::jsonrpc;
-use crate::event::Context;
+use crate::event::{Context, MAX_ID_BYTES};
 
 /// Overrides `Mcp-Session-Id` as the session the guard keys state on.
 pub const SESSION_HEADER: &str = "x-toolgate-session-id";
@@ -15,8 +15,6 @@ pub const TASK_GOAL_HEADER: &str = "x-toolgate-task-goal";
 /// Overrides the JSON-RPC id as the step id (RETRY attempts are counted per step).
 pub const STEP_HEADER: &str = "x-toolgate-step-id";
 pub const MCP_SESSION_HEADER: &str = "mcp-session-id";
-/// Longest session, step and tenant id accepted: they key state kept in memory.
-const MAX_ID_BYTES: usize = 256;
 
 /// The MCP session a request belongs to, as the upstream knows it (`""` when stateless).
 pub fn mcp_session(headers: &HeaderMap) -> String {

@@ -215,6 +215,7 @@ impl Record {
             enforced: h.enforced,
             shadow_action: h.shadow_action,
             decision_id: String::new(),
+            // A decision names the version of the policy that made it.
             policy_version: self.policy.version_tag.clone(),
             latency_us: h.latency_us,
             rules_evaluated: h.rules_evaluated,
@@ -460,7 +461,7 @@ impl DecisionLog {
                 })
                 .collect(),
             policy_pack: &policy.name,
-            policy_version: &policy.version_tag,
+            policy_version: &d.policy_version,
             policy_hash: &policy.hash,
             latency_us: d.latency_us,
             content_hmac: self.hmac(event),

@@ -349,7 +349,7 @@ fn finish(
         KeyValue::new("toolgate.action", d.action.as_str()),
         KeyValue::new("toolgate.enforced", d.enforced),
         KeyValue::new("toolgate.rule_ids", rule_ids.join(",")),
-        KeyValue::new("toolgate.policy.version", policy.version_tag()),
+        KeyValue::new("toolgate.policy.version", d.policy_version.clone()),
         KeyValue::new("toolgate.latency_us", d.latency_us as i64),
         KeyValue::new("toolgate.decision.id", d.decision_id.clone()),
         KeyValue::new("toolgate.deep.awaited", i64::from(d.deep_awaited)),

@@ -5,6 +5,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::Trac
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
+use opentelemetry_proto::tonic::trace::v1::Span;
 
 use tonic::transport::Channel;
 use toolgate::app::{Running, ServeOptions, start};
@@ -116,7 +117,7 @@ pub fn metric_value(body: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 
 /// A real OTLP/gRPC trace receiver on loopback that keeps what it is sent.
 #[derive(Clone, Default)]
-pub struct Receiver(pub Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
+struct Receiver(Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
 
 #[tonic::async_trait]
 impl TraceService for Receiver {
@@ -129,4 +130,66 @@ impl TraceService for Receiver {
             partial_success: None,
         }))
     }
+}
+
+/// An OTLP trace receiver served on loopback for one test.
+pub struct Otlp {
+    receiver: Receiver,
+    pub endpoint: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl Otlp {
+    pub async fn start() -> Otlp {
+        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+        let receiver = Receiver::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(TraceServiceServer::new(receiver.clone()))
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                ),
+        );
+        Otlp {
+            receiver,
+            endpoint,
+            stop,
+            task,
+        }
+    }
+
+    /// Every export request received so far; the receiver stops.
+    pub async fn requests(self) -> Vec<ExportTraceServiceRequest> {
+        let got = self.receiver.0.lock().unwrap().clone();
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+        got
+    }
+
+    /// Every span received so far; the receiver stops.
+    pub async fn spans(self) -> Vec<Span> {
+        self.requests()
+            .await
+            .into_iter()
+            .flat_map(|r| r.resource_spans)
+            .flat_map(|rs| rs.scope_spans)
+            .flat_map(|ss| ss.spans)
+            .collect()
+    }
+}
+
+/// The spans in export requests, in the order received.
+pub fn spans_of(got: &[ExportTraceServiceRequest]) -> Vec<&Span> {
+    got.iter()
+        .flat_map(|r| r.resource_spans.iter())
+        .flat_map(|rs| rs.scope_spans.iter())
+        .flat_map(|ss| ss.spans.iter())
+        .collect()
 }

@@ -3,7 +3,6 @@
 //! to it through toolgate.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,7 +28,7 @@ use toolgate::proxy::sse::SseParser;
 use toolgate::telemetry::log::Sink;
 use toolgate::telemetry::trace::TraceConfig;
 
-use super::common::{Receiver, default_pack_file, metric_value};
+use super::common::{Otlp, default_pack_file, metric_value, spans_of};
 
 const AWS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
 const EMAIL: &str = "jane.doe@corp.example";
@@ -842,30 +841,15 @@ fn hex(b: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decision_and_upstream_spans_join_the_callers_trace() {
-    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
     use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 
-    let receiver = Receiver::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let otlp_addr: SocketAddr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let otlp = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(receiver.clone()))
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::TcpListenerStream::new(listener),
-                async {
-                    let _ = stop_rx.await;
-                },
-            ),
-    );
-
+    let otlp = Otlp::start().await;
     let seen = Seen::default();
     let up = upstream(seen.clone()).await;
     let p = proxy(
         &up,
         TraceConfig {
-            endpoint: Some(format!("http://{otlp_addr}")),
+            endpoint: Some(otlp.endpoint.clone()),
             service_name: Some("toolgate-mcp-test".into()),
         },
         None,
@@ -886,16 +870,8 @@ async fn decision_and_upstream_spans_join_the_callers_trace() {
     assert_eq!(text_of(&serde_json::to_value(&r).unwrap()), "hi");
     let _ = client.cancel().await;
     p.running.stop().await.unwrap();
-    let got = receiver.0.lock().unwrap().clone();
-    let _ = stop_tx.send(());
-    let _ = otlp.await;
-
-    let spans: Vec<_> = got
-        .iter()
-        .flat_map(|r| r.resource_spans.iter())
-        .flat_map(|rs| rs.scope_spans.iter())
-        .flat_map(|ss| ss.spans.iter())
-        .collect();
+    let got = otlp.requests().await;
+    let spans = spans_of(&got);
     let attr = |s: &opentelemetry_proto::tonic::trace::v1::Span, k: &str| -> String {
         s.attributes
             .iter()
@@ -1005,52 +981,6 @@ async fn silent_upstream(state: Silent) -> String {
         let _ = axum::serve(listener, router).await;
     });
     format!("http://{addr}/mcp")
-}
-
-/// An OTLP trace receiver on loopback.
-struct Otlp {
-    receiver: Receiver,
-    endpoint: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
-}
-
-impl Otlp {
-    async fn start() -> Otlp {
-        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
-        let receiver = Receiver::default();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(TraceServiceServer::new(receiver.clone()))
-                .serve_with_incoming_shutdown(
-                    tokio_stream::wrappers::TcpListenerStream::new(listener),
-                    async {
-                        let _ = stop_rx.await;
-                    },
-                ),
-        );
-        Otlp {
-            receiver,
-            endpoint,
-            stop,
-            task,
-        }
-    }
-
-    /// Every span received so far; the receiver stops.
-    async fn spans(self) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
-        let got = self.receiver.0.lock().unwrap().clone();
-        let _ = self.stop.send(());
-        let _ = self.task.await;
-        got.into_iter()
-            .flat_map(|r| r.resource_spans)
-            .flat_map(|rs| rs.scope_spans)
-            .flat_map(|ss| ss.spans)
-            .collect()
-    }
 }
 
 fn hang_call(id: u64) -> String {

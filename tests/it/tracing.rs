@@ -1,27 +1,13 @@
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use toolgate::app::{ServeOptions, start};
 use toolgate::proto::ToolCallResultRequest;
 use toolgate::telemetry::trace::TraceConfig;
 
-use super::common::{DecisionOf, Receiver, client, ctx, default_pack_file};
+use super::common::{DecisionOf, Otlp, client, ctx, default_pack_file, spans_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() {
-    let receiver = Receiver::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let otlp_addr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let otlp = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(receiver.clone()))
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::TcpListenerStream::new(listener),
-                async {
-                    let _ = stop_rx.await;
-                },
-            ),
-    );
+    let otlp = Otlp::start().await;
 
     let dir = tempfile::tempdir().unwrap();
     let s = start(ServeOptions {
@@ -32,7 +18,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         admin_listen: None,
         decision_log: None,
         tracing: TraceConfig {
-            endpoint: Some(format!("http://{otlp_addr}")),
+            endpoint: Some(otlp.endpoint.clone()),
             service_name: Some("toolgate-test".into()),
         },
         approver_token: None,
@@ -68,16 +54,8 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
 
     // Stopping flushes the batch exporter.
     s.stop().await.unwrap();
-    let got = receiver.0.lock().unwrap().clone();
-    let _ = stop_tx.send(());
-    let _ = otlp.await;
-
-    let spans: Vec<_> = got
-        .iter()
-        .flat_map(|r| r.resource_spans.iter())
-        .flat_map(|rs| rs.scope_spans.iter())
-        .flat_map(|ss| ss.spans.iter())
-        .collect();
+    let got = otlp.requests().await;
+    let spans = spans_of(&got);
     // Two decision spans, and one deep-rule span (the default pack runs
     // injection-heuristics on tool results) under the first.
     assert_eq!(spans.len(), 3, "{spans:?}");
