@@ -14,11 +14,16 @@ use toolgate::proto::{Decision, EventContext, ToolCallStartRequest};
 
 /// The embedded default pack with the time box lifted: debug builds on a loaded CI machine
 /// can exceed 5 ms, and these tests assert behaviour, not speed.
-pub fn default_pack_file(dir: &std::path::Path) -> PathBuf {
+pub fn default_pack_text() -> String {
     let text = toolgate::policy::DEFAULT_PACK.replace("timeout_ms: 5,", "timeout_ms: 5000,");
     assert!(text.contains("timeout_ms: 5000,"));
+    text
+}
+
+/// `default_pack_text` written to `dir`.
+pub fn default_pack_file(dir: &std::path::Path) -> PathBuf {
     let path = dir.join("default.yaml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, default_pack_text()).unwrap();
     path
 }
 

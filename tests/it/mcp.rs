@@ -28,7 +28,7 @@ use toolgate::proxy::sse::SseParser;
 use toolgate::telemetry::log::Sink;
 use toolgate::telemetry::trace::TraceConfig;
 
-use super::common::{Otlp, default_pack_file, metric_value, spans_of};
+use super::common::{Otlp, default_pack_file, default_pack_text, metric_value, spans_of};
 
 const AWS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
 const EMAIL: &str = "jane.doe@corp.example";
@@ -412,9 +412,7 @@ async fn json_replies_are_guarded_like_streamed_ones() {
 async fn shadow_mode_forwards_everything_as_it_came() {
     let seen = Seen::default();
     let up = upstream(seen.clone()).await;
-    let pack = toolgate::policy::DEFAULT_PACK
-        .replace("timeout_ms: 5,", "timeout_ms: 5000,")
-        .replace("  mode: enforce", "  mode: shadow");
+    let pack = default_pack_text().replace("  mode: enforce", "  mode: shadow");
     assert!(pack.contains("mode: shadow"));
     let p = proxy(&up, TraceConfig::default(), Some(&pack)).await;
     let client = connect(&p.url, HashMap::new()).await;
@@ -795,9 +793,7 @@ async fn an_upstream_failure_is_reported_never_allowed() {
 async fn malformed_oversized_and_batched_tool_calls_are_refused() {
     let seen = Seen::default();
     let up = upstream(seen.clone()).await;
-    let pack = toolgate::policy::DEFAULT_PACK
-        .replace("timeout_ms: 5,", "timeout_ms: 5000,")
-        .replace("max_message_bytes: 4194304", "max_message_bytes: 4096");
+    let pack = default_pack_text().replace("max_message_bytes: 4194304", "max_message_bytes: 4096");
     assert!(pack.contains("max_message_bytes: 4096"));
     let p = proxy(&up, TraceConfig::default(), Some(&pack)).await;
 
