@@ -125,7 +125,7 @@ fn bench(c: &mut Criterion) {
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
             telemetry
                 .log
-                .record(Record::new(ev, d, policy.clone(), String::new(), None))
+                .record(Record::new(ev, d, policy.clone(), None))
         })
     });
     g.finish();

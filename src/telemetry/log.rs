@@ -143,10 +143,9 @@ impl Record {
         mut event: Event,
         mut d: Decision,
         policy: Arc<Policy>,
-        mut span_id: String,
         span: Option<PendingSpan>,
     ) -> Record {
-        let packed = Packed::take(&mut event, &mut d, &mut span_id);
+        let packed = Packed::take(&mut event, &mut d);
         let head = Head {
             kind: event.kind,
             is_error: event.is_error,
@@ -193,7 +192,7 @@ impl Record {
 
     /// The event and decision again, as far as the line and the span read them; runs on
     /// the writer thread.
-    fn unpack(self) -> (Event, Decision, Arc<Policy>, String, Option<PendingSpan>) {
+    fn unpack(self) -> (Event, Decision, Arc<Policy>, Option<PendingSpan>) {
         let h = self.head;
         let rest = self.rest.map(|r| *r).unwrap_or_default();
         let mut event = Event::new(h.kind, crate::event::Context::default());
@@ -223,8 +222,7 @@ impl Record {
             deep_pending: h.deep_pending,
             trace_id: String::new(),
         };
-        let mut span_id = String::new();
-        self.packed.restore(&mut event, &mut d, &mut span_id);
+        self.packed.restore(&mut event, &mut d);
         event.is_error = h.is_error;
         // The edge parsed this text already; it parses again the same way.
         event.arguments = match &self.arguments_text {
@@ -236,7 +234,7 @@ impl Record {
         event.messages = rest.messages;
         event.plan = rest.plan;
         event.chunk = rest.chunk;
-        (event, d, self.policy, span_id, self.span)
+        (event, d, self.policy, self.span)
     }
 }
 
@@ -244,15 +242,11 @@ impl Record {
 #[derive(Default)]
 struct Packed {
     text: String,
-    ends: [u32; 7],
+    ends: [u32; 6],
 }
 
 impl Packed {
-    fn fields<'a>(
-        e: &'a mut Event,
-        d: &'a mut Decision,
-        span_id: &'a mut String,
-    ) -> [&'a mut String; 7] {
+    fn fields<'a>(e: &'a mut Event, d: &'a mut Decision) -> [&'a mut String; 6] {
         [
             &mut e.context.session_id,
             &mut e.context.step_id,
@@ -260,15 +254,14 @@ impl Packed {
             &mut e.tool_name,
             &mut d.decision_id,
             &mut d.trace_id,
-            span_id,
         ]
     }
 
-    fn take(e: &mut Event, d: &mut Decision, span_id: &mut String) -> Packed {
-        let fields = Packed::fields(e, d, span_id);
+    fn take(e: &mut Event, d: &mut Decision) -> Packed {
+        let fields = Packed::fields(e, d);
         let mut p = Packed {
             text: String::with_capacity(fields.iter().map(|f| f.len()).sum()),
-            ends: [0; 7],
+            ends: [0; 6],
         };
         for (i, f) in fields.into_iter().enumerate() {
             p.text.push_str(f);
@@ -280,9 +273,9 @@ impl Packed {
         p
     }
 
-    fn restore(self, e: &mut Event, d: &mut Decision, span_id: &mut String) {
+    fn restore(self, e: &mut Event, d: &mut Decision) {
         let mut start = 0;
-        for (i, f) in Packed::fields(e, d, span_id).into_iter().enumerate() {
+        for (i, f) in Packed::fields(e, d).into_iter().enumerate() {
             let end = self.ends[i] as usize;
             *f = self.text.get(start..end).unwrap_or_default().to_string();
             start = end;
@@ -651,10 +644,12 @@ fn write_one<'w>(
     out: Option<&mut (dyn LineWriter + 'w)>,
     tracing: Option<&Tracing>,
 ) {
-    let (event, decision, policy, mut span_id, span) = r.unpack();
-    if let (true, Some(s)) = (span_id.is_empty(), &span) {
-        span_id = s.context.span_id().to_string();
-    }
+    let (event, decision, policy, span) = r.unpack();
+    // The line names the decision's span; the span is the one source of its id.
+    let span_id = span
+        .as_ref()
+        .map(|s| s.context.span_id().to_string())
+        .unwrap_or_default();
     if let Some(out) = out {
         let line = log.line(&event, &decision, &policy, &span_id);
         if let Err(e) = out.write_line(&line) {
@@ -843,8 +838,21 @@ mod tests {
             assert!(!d.hits.is_empty(), "{:?} must hit something", e.kind);
             let direct: Value =
                 serde_json::from_str(&log.line(&e, &d, &p, "00f067aa0ba902b7")).unwrap();
-            let record = Record::new(e, d, p.clone(), "00f067aa0ba902b7".into(), None);
-            let (e2, d2, p2, span_id, _) = record.unpack();
+            let span = PendingSpan {
+                context: opentelemetry::trace::SpanContext::new(
+                    opentelemetry::trace::TraceId::from_hex(&d.trace_id).unwrap(),
+                    opentelemetry::trace::SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+                    opentelemetry::trace::TraceFlags::SAMPLED,
+                    false,
+                    opentelemetry::trace::TraceState::default(),
+                ),
+                parent: opentelemetry::Context::new(),
+                start: SystemTime::now(),
+                end: SystemTime::now(),
+            };
+            let record = Record::new(e, d, p.clone(), Some(span));
+            let (e2, d2, p2, span) = record.unpack();
+            let span_id = span.unwrap().context.span_id().to_string();
             let crossed: Value = serde_json::from_str(&log.line(&e2, &d2, &p2, &span_id)).unwrap();
             let strip = |mut v: Value| {
                 v.as_object_mut().unwrap().remove("time");

@@ -83,8 +83,7 @@ impl Telemetry {
             policy.mode.as_str(),
             start.at.elapsed().as_secs_f64(),
         );
-        // The log line's span id is written out by the writer, from the span.
-        let record = log::Record::new(event, d, policy.clone(), String::new(), span);
+        let record = log::Record::new(event, d, policy.clone(), span);
         if !self.log.record(record) {
             self.metrics.decision_log_dropped();
         }
