@@ -847,8 +847,8 @@ mod tests {
                     opentelemetry::trace::TraceState::default(),
                 ),
                 parent: opentelemetry::Context::new(),
-                start: SystemTime::now(),
-                end: SystemTime::now(),
+                start: std::time::Instant::now(),
+                end: std::time::Instant::now(),
             };
             let record = Record::new(e, d, p.clone(), Some(span));
             let (e2, d2, p2, span) = record.unpack();

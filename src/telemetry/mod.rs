@@ -7,7 +7,7 @@ pub mod metrics;
 pub mod trace;
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use crate::decision::Decision;
 use crate::event::Event;
@@ -19,20 +19,16 @@ pub struct Telemetry {
     pub tracing: trace::Tracing,
 }
 
-/// When a call started, by the monotonic clock (for durations) and the wall clock (for
-/// span timestamps).
+/// When a call started, by the monotonic clock only: the request thread reads no wall clock,
+/// and the writer thread turns the span's instants into wall time (`trace::wall_time`).
 #[derive(Debug, Clone, Copy)]
 pub struct CallStart {
     pub at: Instant,
-    pub wall: SystemTime,
 }
 
 impl CallStart {
     pub fn now() -> CallStart {
-        CallStart {
-            at: Instant::now(),
-            wall: SystemTime::now(),
-        }
+        CallStart { at: Instant::now() }
     }
 }
 
@@ -65,6 +61,8 @@ impl Telemetry {
         chosen: Option<opentelemetry::trace::SpanContext>,
         view: impl FnOnce(&Decision) -> T,
     ) -> T {
+        // One clock read ends the call for the span and for the duration metric.
+        let end = Instant::now();
         let span = chosen.map(|sc| {
             if d.trace_id.is_empty() {
                 d.trace_id = log::lower_hex(&sc.trace_id().to_bytes());
@@ -72,8 +70,8 @@ impl Telemetry {
             trace::PendingSpan {
                 context: sc,
                 parent: parent.clone(),
-                start: start.wall,
-                end: SystemTime::now(),
+                start: start.at,
+                end,
             }
         });
         let out = view(&d);
@@ -81,7 +79,7 @@ impl Telemetry {
             event.kind,
             &d,
             policy.mode.as_str(),
-            start.at.elapsed().as_secs_f64(),
+            end.saturating_duration_since(start.at).as_secs_f64(),
         );
         let record = log::Record::new(event, d, policy.clone(), span);
         if !self.log.record(record) {

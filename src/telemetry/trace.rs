@@ -2,7 +2,7 @@
 //! span (W3C `traceparent`/`tracestate` from gRPC metadata), exported over OTLP/gRPC by a batch
 //! processor that drops rather than blocks. Off unless an OTLP endpoint is configured.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{
@@ -82,12 +82,21 @@ impl IdGenerator for ChosenIds {
     }
 }
 
-/// A decision span to be built off the request thread: its ids, its parent and when it ran.
+/// A decision span to be built off the request thread: its ids, its parent and when it ran,
+/// by the monotonic clock.
 pub struct PendingSpan {
     pub context: SpanContext,
     pub parent: Context,
-    pub start: SystemTime,
-    pub end: SystemTime,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+/// The wall time of a monotonic instant already passed, against a pair of clock readings
+/// taken together now. The request thread reads only the monotonic clock (a wall-clock read
+/// per call was a measurable part of its telemetry cost); the span is built within
+/// milliseconds, over which the two clocks agree to well under a microsecond.
+pub fn wall_time(at: Instant, now: (Instant, SystemTime)) -> SystemTime {
+    now.1 - now.0.saturating_duration_since(at)
 }
 
 /// Reads `traceparent`/`tracestate` from gRPC metadata.
@@ -263,14 +272,15 @@ impl Tracing {
             return;
         };
         let tracer = provider.tracer("toolgate");
+        let now = (Instant::now(), SystemTime::now());
         CHOSEN.with(|c| c.set(Some((p.context.trace_id(), p.context.span_id()))));
         let span = tracer
             .span_builder("toolgate.evaluate")
             .with_kind(SpanKind::Internal)
-            .with_start_time(p.start)
+            .with_start_time(wall_time(p.start, now))
             .start_with_context(&tracer, &p.parent);
         CHOSEN.with(|c| c.set(None));
-        finish(span, d, event, policy, p.end);
+        finish(span, d, event, policy, wall_time(p.end, now));
     }
 
     /// One deep-rule job, a child of its decision's span: when it was queued, when it ran,
@@ -388,6 +398,15 @@ pub fn parent_trace_id(cx: &Context) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wall_time_places_an_instant_by_its_distance_from_now() {
+        let now = (Instant::now(), SystemTime::now());
+        let earlier = now.0.checked_sub(Duration::from_millis(5)).unwrap();
+        assert_eq!(wall_time(earlier, now), now.1 - Duration::from_millis(5));
+        // An instant after the readings (cannot happen for a passed call) is placed at now.
+        assert_eq!(wall_time(now.0 + Duration::from_millis(1), now), now.1);
+    }
 
     #[test]
     fn config_from_standard_variables() {
