@@ -1,21 +1,257 @@
 //! Prometheus metrics. Label values are bounded: event kinds, actions, modes, rule ids from
 //! the loaded policy and fixed outcome names; never session ids or tool arguments.
+//!
+//! The series every decision touches (its count and its two durations) are kept per thread
+//! and summed when scraped; the rest are ordinary `prometheus` metrics.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::decision::{Action, Decision};
 use crate::engine::SYNC_TIMEOUT_RULE;
 use crate::event::EventKind;
-use crate::policy::Policy;
+use crate::policy::{Mode, Policy};
 
-/// Latency buckets from 5 µs to 1 s: the fast path lives in the first few.
-const LATENCY_BUCKETS: [f64; 14] = [
-    0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005,
-    0.01, 0.05, 0.25, 1.0,
+/// Latency buckets from 5 µs to 1 s, in nanoseconds: the fast path lives in the first few.
+const LATENCY_BUCKETS_NS: [u64; 14] = [
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    50_000_000,
+    250_000_000,
+    1_000_000_000,
 ];
+const MODES: [Mode; 2] = [Mode::Enforce, Mode::Shadow];
+/// One `toolgate_decisions_total` series per (event, action, mode).
+const SERIES: usize = EventKind::ALL.len() * Action::ALL.len() * MODES.len();
+const DECISIONS: &str = "toolgate_decisions_total";
+const DECISIONS_HELP: &str = "Decisions made, by event, action and mode";
+const DURATION: &str = "toolgate_decision_duration_seconds";
+const DURATION_HELP: &str =
+    "Time to decide: `fast` is the engine's rule evaluation, `total` the whole call";
+
+/// One thread's share of the per-decision series. Only the owning thread writes it, with a
+/// plain load and store: a shared counter needs a lock-prefixed instruction per update
+/// (nine per decision through `prometheus` counters and histograms), and each one waits
+/// for the thread's pending stores to drain. A scrape reads every shard; a value it reads
+/// mid-decision is at most that one decision behind.
+struct Shard {
+    decisions: [AtomicU64; SERIES],
+    fast: HistogramShard,
+    total: HistogramShard,
+}
+
+/// Per-bucket counts (not cumulative; the last is +Inf) and the sum in nanoseconds.
+struct HistogramShard {
+    buckets: [AtomicU64; LATENCY_BUCKETS_NS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+/// Adds to a counter only this thread writes.
+fn bump(c: &AtomicU64, by: u64) {
+    c.store(
+        c.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
+impl HistogramShard {
+    fn new() -> HistogramShard {
+        HistogramShard {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn observe(&self, ns: u64) {
+        let i = LATENCY_BUCKETS_NS.partition_point(|&bound| bound < ns);
+        if let Some(b) = self.buckets.get(i) {
+            bump(b, 1);
+        }
+        bump(&self.sum_ns, ns);
+    }
+}
+
+thread_local! {
+    /// This thread's shard of each live `Metrics` (tests run several), by `Metrics::id`.
+    static SHARDS: RefCell<Vec<(u64, Arc<Shard>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Read where a series index is out of range, which `series_index` never gives.
+static ZERO: AtomicU64 = AtomicU64::new(0);
+
+/// Tells `Metrics` instances apart in `SHARDS`.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Every thread's shard of one `Metrics`, and the descriptions that expose them.
+struct DecisionSeries {
+    id: u64,
+    shards: Mutex<Vec<Arc<Shard>>>,
+    descs: [Desc; 2],
+}
+
+impl DecisionSeries {
+    fn new() -> Result<DecisionSeries, prometheus::Error> {
+        let labels = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        Ok(DecisionSeries {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shards: Mutex::new(Vec::new()),
+            descs: [
+                Desc::new(
+                    DECISIONS.into(),
+                    DECISIONS_HELP.into(),
+                    labels(&["event", "action", "mode"]),
+                    Default::default(),
+                )?,
+                Desc::new(
+                    DURATION.into(),
+                    DURATION_HELP.into(),
+                    labels(&["stage"]),
+                    Default::default(),
+                )?,
+            ],
+        })
+    }
+
+    /// Runs `f` on this thread's shard, making it on the thread's first decision.
+    fn with_shard(&self, f: impl FnOnce(&Shard)) {
+        SHARDS.with(|cell| {
+            let mut mine = cell.borrow_mut();
+            if let Some((_, shard)) = mine.iter().find(|(id, _)| *id == self.id) {
+                f(shard);
+                return;
+            }
+            let shard = Arc::new(Shard {
+                decisions: std::array::from_fn(|_| AtomicU64::new(0)),
+                fast: HistogramShard::new(),
+                total: HistogramShard::new(),
+            });
+            self.shards
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(shard.clone());
+            // Shards of dropped `Metrics` are held only here; let them go.
+            mine.retain(|(_, s)| Arc::strong_count(s) > 1);
+            f(&shard);
+            mine.push((self.id, shard));
+        });
+    }
+
+    fn shards(&self) -> Vec<Arc<Shard>> {
+        self.shards
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Label pairs sorted by name, as `prometheus` writes its own.
+fn label_pairs(pairs: &[(&str, &str)]) -> Vec<LabelPair> {
+    let mut pairs = pairs.to_vec();
+    pairs.sort_unstable();
+    pairs
+        .iter()
+        .map(|(name, value)| {
+            let mut l = LabelPair::default();
+            l.set_name(name.to_string());
+            l.set_value(value.to_string());
+            l
+        })
+        .collect()
+}
+
+fn family(name: &str, help: &str, kind: MetricType, metrics: Vec<proto::Metric>) -> MetricFamily {
+    let mut f = MetricFamily::default();
+    f.set_name(name.into());
+    f.set_help(help.into());
+    f.set_field_type(kind);
+    f.set_metric(metrics);
+    f
+}
+
+impl Collector for DecisionSeries {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let shards = self.shards();
+        let sum = |read: &dyn Fn(&Shard) -> &AtomicU64| -> u64 {
+            shards
+                .iter()
+                .map(|s| read(s).load(Ordering::Relaxed))
+                .fold(0, u64::wrapping_add)
+        };
+        let mut counters = Vec::with_capacity(SERIES);
+        for kind in EventKind::ALL {
+            for action in Action::ALL {
+                for mode in MODES {
+                    let i = series_index(kind, action, mode);
+                    let mut c = proto::Counter::default();
+                    c.set_value(sum(&|s| s.decisions.get(i).unwrap_or(&ZERO)) as f64);
+                    let mut m = proto::Metric::from_label(label_pairs(&[
+                        ("event", kind.as_str()),
+                        ("action", action.as_str()),
+                        ("mode", mode.as_str()),
+                    ]));
+                    m.set_counter(c);
+                    counters.push(m);
+                }
+            }
+        }
+        let histogram = |stage: &str, read: &dyn Fn(&Shard) -> &HistogramShard| {
+            let mut h = proto::Histogram::default();
+            let mut cumulative = 0;
+            let mut buckets = Vec::with_capacity(LATENCY_BUCKETS_NS.len());
+            for (i, bound) in LATENCY_BUCKETS_NS.iter().enumerate() {
+                cumulative += sum(&|s| &read(s).buckets[i]);
+                let mut b = proto::Bucket::default();
+                b.set_cumulative_count(cumulative);
+                b.set_upper_bound(*bound as f64 / 1e9);
+                buckets.push(b);
+            }
+            cumulative += sum(&|s| &read(s).buckets[LATENCY_BUCKETS_NS.len()]);
+            h.set_bucket(buckets);
+            h.set_sample_count(cumulative);
+            h.set_sample_sum(sum(&|s| &read(s).sum_ns) as f64 / 1e9);
+            let mut m = proto::Metric::from_label(label_pairs(&[("stage", stage)]));
+            m.set_histogram(h);
+            m
+        };
+        vec![
+            family(DECISIONS, DECISIONS_HELP, MetricType::COUNTER, counters),
+            family(
+                DURATION,
+                DURATION_HELP,
+                MetricType::HISTOGRAM,
+                vec![
+                    histogram("fast", &|s| &s.fast),
+                    histogram("total", &|s| &s.total),
+                ],
+            ),
+        ]
+    }
+}
+
+fn series_index(kind: EventKind, action: Action, mode: Mode) -> usize {
+    (kind as usize * Action::ALL.len() + action as usize) * MODES.len() + mode as usize
+}
 
 #[derive(Debug, thiserror::Error)]
 #[error("metrics: {0}")]
@@ -23,7 +259,7 @@ pub struct MetricsError(#[from] prometheus::Error);
 
 pub struct Metrics {
     registry: Registry,
-    decisions: IntCounterVec,
+    decisions: Arc<DecisionSeries>,
     rule_hits: IntCounterVec,
     deep_queue_depth: IntGauge,
     deep_jobs: IntCounterVec,
@@ -37,30 +273,14 @@ pub struct Metrics {
     evicted_seen: std::sync::atomic::AtomicU64,
     pauses_pending: IntGauge,
     decision_log_dropped: IntCounter,
-    /// `decisions` for every (event, action, mode), indexed as in `record`.
-    decision_series: Vec<IntCounter>,
-    duration_fast: Histogram,
-    duration_total: Histogram,
 }
 
 impl Metrics {
     pub fn new() -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
-        let decisions = IntCounterVec::new(
-            Opts::new(
-                "toolgate_decisions_total",
-                "Decisions made, by event, action and mode",
-            ),
-            &["event", "action", "mode"],
-        )?;
-        let duration = HistogramVec::new(
-            HistogramOpts::new(
-                "toolgate_decision_duration_seconds",
-                "Time to decide: `fast` is the engine's rule evaluation, `total` the whole call",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["stage"],
-        )?;
+        // Every (event, action, mode) series and both stages exist at zero from the start,
+        // so a dashboard's rate() sees the first decision of each kind.
+        let decisions = Arc::new(DecisionSeries::new()?);
         let rule_hits = IntCounterVec::new(
             Opts::new("toolgate_rule_hits_total", "Rule hits, by rule id"),
             &["rule"],
@@ -113,24 +333,7 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
-        let mut decision_series = Vec::new();
-        for kind in EventKind::ALL {
-            for action in Action::ALL {
-                for mode in [crate::policy::Mode::Enforce, crate::policy::Mode::Shadow] {
-                    decision_series.push(decisions.with_label_values(&[
-                        kind.as_str(),
-                        action.as_str(),
-                        mode.as_str(),
-                    ]));
-                }
-            }
-        }
-        // Resolving them here also makes every series exist at zero from the start, so a
-        // dashboard's rate() sees the first decision of each kind.
-        let duration_fast = duration.with_label_values(&["fast"]);
-        let duration_total = duration.with_label_values(&["total"]);
-        registry.register(Box::new(decisions.clone()))?;
-        registry.register(Box::new(duration.clone()))?;
+        registry.register(Box::new(SharedSeries(decisions.clone())))?;
         registry.register(Box::new(rule_hits.clone()))?;
         registry.register(Box::new(deep_queue_depth.clone()))?;
         registry.register(Box::new(deep_jobs.clone()))?;
@@ -158,28 +361,21 @@ impl Metrics {
             evicted_seen: std::sync::atomic::AtomicU64::new(0),
             pauses_pending,
             decision_log_dropped,
-            decision_series,
-            duration_fast,
-            duration_total,
         })
     }
 
-    /// Counts one decision. `total_seconds` is the whole call as the server saw it.
-    pub fn record(&self, kind: EventKind, d: &Decision, mode: &str, total_seconds: f64) {
+    /// Counts one decision. `total` is the whole call as the server saw it.
+    pub fn record(&self, kind: EventKind, d: &Decision, mode: Mode, total: Duration) {
         let action = d.shadow_action.unwrap_or(d.action);
-        // The (event, action, mode) series are resolved once, at start-up: a label lookup
-        // hashes three strings under a lock, which is most of what counting costs.
-        let shadow = usize::from(mode == crate::policy::Mode::Shadow.as_str());
-        let i = (kind as usize * Action::ALL.len() + action as usize) * 2 + shadow;
-        match self.decision_series.get(i) {
-            Some(c) => c.inc(),
-            None => self
-                .decisions
-                .with_label_values(&[kind.as_str(), action.as_str(), mode])
-                .inc(),
-        }
-        self.duration_fast.observe(d.latency_us as f64 / 1e6);
-        self.duration_total.observe(total_seconds);
+        self.decisions.with_shard(|shard| {
+            if let Some(c) = shard.decisions.get(series_index(kind, action, mode)) {
+                bump(c, 1);
+            }
+            shard.fast.observe(d.latency_us.saturating_mul(1000));
+            shard
+                .total
+                .observe(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX));
+        });
         for h in &d.hits {
             self.rule_hits.with_label_values(&[&h.rule_id]).inc();
             if h.rule_id == SYNC_TIMEOUT_RULE && h.action == crate::decision::Action::Allow {
@@ -247,5 +443,237 @@ impl Metrics {
             return String::new();
         }
         String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// The registry takes its collectors by value; `Metrics` keeps the series too, to count.
+struct SharedSeries(Arc<DecisionSeries>);
+
+impl Collector for SharedSeries {
+    fn desc(&self) -> Vec<&Desc> {
+        self.0.desc()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.0.collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+
+    fn decision(action: Action, latency_us: u64) -> Decision {
+        static ALLOW: std::sync::OnceLock<Decision> = std::sync::OnceLock::new();
+        let mut d = ALLOW
+            .get_or_init(|| {
+                let policy = crate::policy::default_policy(None).unwrap();
+                let event = crate::event::Event::new(EventKind::LlmBefore, Default::default());
+                crate::engine::evaluate(&event, &policy, &Default::default())
+            })
+            .clone();
+        d.action = action;
+        d.latency_us = latency_us;
+        d
+    }
+
+    fn scrape(m: &Metrics) -> Vec<prometheus_parse::Sample> {
+        let text = m.render();
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+            .unwrap()
+            .samples
+    }
+
+    fn counter(samples: &[prometheus_parse::Sample], labels: &[(&str, &str)]) -> f64 {
+        let found: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.metric == DECISIONS)
+            .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) => v,
+                ref other => panic!("not a counter: {other:?}"),
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "one series for {labels:?}");
+        found[0]
+    }
+
+    fn histogram(samples: &[prometheus_parse::Sample], stage: &str) -> prometheus_parse::Sample {
+        samples
+            .iter()
+            .find(|s| s.metric == DURATION && s.labels.get("stage") == Some(stage))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {stage} histogram"))
+    }
+
+    #[test]
+    fn every_series_exists_at_zero_before_any_decision() {
+        let m = Metrics::new().unwrap();
+        let samples = scrape(&m);
+        let zeros = samples
+            .iter()
+            .filter(|s| s.metric == DECISIONS)
+            .filter(|s| matches!(s.value, prometheus_parse::Value::Counter(v) if v == 0.0))
+            .count();
+        assert_eq!(zeros, SERIES);
+        assert_eq!(SERIES, 40);
+        for stage in ["fast", "total"] {
+            match histogram(&samples, stage).value {
+                prometheus_parse::Value::Histogram(buckets) => {
+                    assert_eq!(buckets.len(), LATENCY_BUCKETS_NS.len() + 1);
+                    assert!(buckets.iter().all(|b| b.count == 0.0));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn decisions_from_several_threads_add_up_in_one_scrape() {
+        let m = Arc::new(Metrics::new().unwrap());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let m = m.clone();
+                let (allow, stop) = (decision(Action::Allow, 3), decision(Action::Stop, 40));
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        m.record(
+                            EventKind::ToolCallStart,
+                            &allow,
+                            Mode::Enforce,
+                            Duration::from_micros(7),
+                        );
+                    }
+                    m.record(
+                        EventKind::LlmBefore,
+                        &stop,
+                        Mode::Shadow,
+                        Duration::from_millis(2),
+                    );
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // A decision on this thread too, after the others ended: their counts stay.
+        m.record(
+            EventKind::ToolCallStart,
+            &decision(Action::Allow, 3),
+            Mode::Enforce,
+            Duration::from_micros(7),
+        );
+        let samples = scrape(&m);
+        let start = [
+            ("event", "tool_call_start"),
+            ("action", "allow"),
+            ("mode", "enforce"),
+        ];
+        assert_eq!(counter(&samples, &start), 301.0);
+        let stop = [
+            ("event", "llm_before"),
+            ("action", "stop"),
+            ("mode", "shadow"),
+        ];
+        assert_eq!(counter(&samples, &stop), 3.0);
+        let other = [
+            ("event", "tool_call_start"),
+            ("action", "allow"),
+            ("mode", "shadow"),
+        ];
+        assert_eq!(counter(&samples, &other), 0.0);
+
+        let le = |stage: &str, bound: f64| match histogram(&samples, stage).value {
+            prometheus_parse::Value::Histogram(buckets) => buckets
+                .iter()
+                .find(|b| b.less_than == bound || (b.less_than - bound).abs() < 1e-12)
+                .map(|b| b.count)
+                .unwrap_or_else(|| panic!("no bucket {bound}")),
+            other => panic!("{other:?}"),
+        };
+        // fast: 301 at 3 µs, 3 at 40 µs; total: 301 at 7 µs, 3 at 2 ms.
+        assert_eq!(le("fast", 0.000_005), 301.0);
+        assert_eq!(le("fast", 0.000_025), 301.0);
+        assert_eq!(le("fast", 0.000_05), 304.0);
+        assert_eq!(le("total", 0.000_005), 0.0);
+        assert_eq!(le("total", 0.000_01), 301.0);
+        assert_eq!(le("total", 0.002_5), 304.0);
+        assert_eq!(le("total", f64::INFINITY), 304.0);
+        let text = m.render();
+        assert!(text.contains("toolgate_decision_duration_seconds_count{stage=\"total\"} 304"));
+        let sum = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("toolgate_decision_duration_seconds_sum{stage=\"total\"} ")
+            })
+            .unwrap();
+        let expected = 301.0 * 7e-6 + 3.0 * 2e-3;
+        assert!(
+            (sum.parse::<f64>().unwrap() - expected).abs() < 1e-9,
+            "{sum}"
+        );
+    }
+
+    #[test]
+    fn a_duration_on_a_bucket_bound_counts_in_that_bucket() {
+        let shard = HistogramShard::new();
+        shard.observe(5_000);
+        shard.observe(5_001);
+        shard.observe(u64::MAX);
+        let counts: Vec<u64> = shard
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(counts[0], 1);
+        assert_eq!(counts[1], 1);
+        assert_eq!(counts[LATENCY_BUCKETS_NS.len()], 1);
+    }
+
+    #[test]
+    fn two_metrics_on_one_thread_count_apart() {
+        let a = Metrics::new().unwrap();
+        let b = Metrics::new().unwrap();
+        let allow = decision(Action::Allow, 1);
+        a.record(
+            EventKind::ToolCallResult,
+            &allow,
+            Mode::Enforce,
+            Duration::ZERO,
+        );
+        a.record(
+            EventKind::ToolCallResult,
+            &allow,
+            Mode::Enforce,
+            Duration::ZERO,
+        );
+        b.record(
+            EventKind::ToolCallResult,
+            &allow,
+            Mode::Enforce,
+            Duration::ZERO,
+        );
+        let labels = [
+            ("event", "tool_call_result"),
+            ("action", "allow"),
+            ("mode", "enforce"),
+        ];
+        assert_eq!(counter(&scrape(&a), &labels), 2.0);
+        assert_eq!(counter(&scrape(&b), &labels), 1.0);
+        drop(a);
+        // The dropped one's shard is released when the thread next makes a shard.
+        let c = Metrics::new().unwrap();
+        c.record(
+            EventKind::ToolCallResult,
+            &allow,
+            Mode::Enforce,
+            Duration::ZERO,
+        );
+        SHARDS.with(|s| {
+            let ids: Vec<u64> = s.borrow().iter().map(|(id, _)| *id).collect();
+            assert!(ids.contains(&b.decisions.id) && ids.contains(&c.decisions.id));
+            assert_eq!(ids.len(), 2, "{ids:?}");
+        });
     }
 }

@@ -78,8 +78,8 @@ impl Telemetry {
         self.metrics.record(
             event.kind,
             &d,
-            policy.mode.as_str(),
-            end.saturating_duration_since(start.at).as_secs_f64(),
+            policy.mode,
+            end.saturating_duration_since(start.at),
         );
         let record = log::Record::new(event, d, policy.clone(), span);
         if !self.log.record(record) {
