@@ -50,13 +50,7 @@ impl McpProxy {
                         }
                     }
                     Ok(None) => return,
-                    Err(_) => {
-                        // The client must see the break, not a clean end of a cut body.
-                        let _ = tx
-                            .send(Err(std::io::Error::other("upstream stream broke off")))
-                            .await;
-                        return;
-                    }
+                    Err(_) => return broke_off(&tx).await,
                 }
             }
         });
@@ -206,12 +200,7 @@ impl McpProxy {
                 let chunk = match next {
                     Ok(Some(c)) => c,
                     Ok(None) => return,
-                    Err(_) => {
-                        let _ = tx
-                            .send(Err(std::io::Error::other("upstream stream broke off")))
-                            .await;
-                        return;
-                    }
+                    Err(_) => return broke_off(&tx).await,
                 };
                 // An event too large to judge is not relayed unjudged: the stream ends and
                 // the client reconnects.
@@ -231,6 +220,14 @@ impl McpProxy {
         });
         head.with_body(body_of(rx))
     }
+}
+
+/// Ends a relayed body with an error: the client must see the upstream's break, not a
+/// clean end of a cut body.
+async fn broke_off(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>) {
+    let _ = tx
+        .send(Err(std::io::Error::other("upstream stream broke off")))
+        .await;
 }
 
 fn body_of(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>) -> Body {
