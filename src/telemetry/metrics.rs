@@ -99,10 +99,12 @@ static ZERO: AtomicU64 = AtomicU64::new(0);
 /// Tells `Metrics` instances apart in `SHARDS`.
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-/// Every thread's shard of one `Metrics`, and the descriptions that expose them.
+/// Every thread's shard of one `Metrics`, and the descriptions that expose them. Clones
+/// share the shards: `Metrics` counts through one, the registry collects through another.
+#[derive(Clone)]
 struct DecisionSeries {
     id: u64,
-    shards: Mutex<Vec<Arc<Shard>>>,
+    shards: Arc<Mutex<Vec<Arc<Shard>>>>,
     descs: [Desc; 2],
 }
 
@@ -111,7 +113,7 @@ impl DecisionSeries {
         let labels = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
         Ok(DecisionSeries {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            shards: Mutex::new(Vec::new()),
+            shards: Arc::new(Mutex::new(Vec::new())),
             descs: [
                 Desc::new(
                     DECISIONS.into(),
@@ -259,7 +261,7 @@ pub struct MetricsError(#[from] prometheus::Error);
 
 pub struct Metrics {
     registry: Registry,
-    decisions: Arc<DecisionSeries>,
+    decisions: DecisionSeries,
     rule_hits: IntCounterVec,
     deep_queue_depth: IntGauge,
     deep_jobs: IntCounterVec,
@@ -280,7 +282,7 @@ impl Metrics {
         let registry = Registry::new();
         // Every (event, action, mode) series and both stages exist at zero from the start,
         // so a dashboard's rate() sees the first decision of each kind.
-        let decisions = Arc::new(DecisionSeries::new()?);
+        let decisions = DecisionSeries::new()?;
         let rule_hits = IntCounterVec::new(
             Opts::new("toolgate_rule_hits_total", "Rule hits, by rule id"),
             &["rule"],
@@ -333,7 +335,7 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
-        registry.register(Box::new(SharedSeries(decisions.clone())))?;
+        registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(rule_hits.clone()))?;
         registry.register(Box::new(deep_queue_depth.clone()))?;
         registry.register(Box::new(deep_jobs.clone()))?;
@@ -443,19 +445,6 @@ impl Metrics {
             return String::new();
         }
         String::from_utf8(buf).unwrap_or_default()
-    }
-}
-
-/// The registry takes its collectors by value; `Metrics` keeps the series too, to count.
-struct SharedSeries(Arc<DecisionSeries>);
-
-impl Collector for SharedSeries {
-    fn desc(&self) -> Vec<&Desc> {
-        self.0.desc()
-    }
-
-    fn collect(&self) -> Vec<MetricFamily> {
-        self.0.collect()
     }
 }
 

@@ -61,20 +61,20 @@ impl Telemetry {
         chosen: Option<opentelemetry::trace::SpanContext>,
         view: impl FnOnce(&Decision) -> T,
     ) -> T {
-        // One clock read ends the call for the span and for the duration metric.
-        let end = Instant::now();
-        let span = chosen.map(|sc| {
-            if d.trace_id.is_empty() {
-                d.trace_id = log::lower_hex(&sc.trace_id().to_bytes());
-            }
-            trace::PendingSpan {
-                context: sc,
-                parent: parent.clone(),
-                start: start.at,
-                end,
-            }
-        });
+        if let Some(sc) = &chosen
+            && d.trace_id.is_empty()
+        {
+            d.trace_id = log::lower_hex(&sc.trace_id().to_bytes());
+        }
         let out = view(&d);
+        // One clock read ends the call, answer built, for the span and the duration metric.
+        let end = Instant::now();
+        let span = chosen.map(|sc| trace::PendingSpan {
+            context: sc,
+            parent: parent.clone(),
+            start: start.at,
+            end,
+        });
         self.metrics.record(
             event.kind,
             &d,
