@@ -26,15 +26,48 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Lowercase hex from a table: a trace id is written on every traced call, and the
 /// formatting machinery behind `to_string` costs several times more. The digits are
-/// gathered as bytes and become a `String` once: pushing them one `char` at a time
-/// took about 450 instructions for a trace id.
+/// written into a buffer of the final size and become a `String` once: pushing them one
+/// at a time took about 450 instructions for a trace id.
 pub fn lower_hex(bytes: &[u8]) -> String {
-    let mut hex = Vec::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        hex.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-    }
+    let mut hex = vec![0; bytes.len() * 2];
+    hex_digits(bytes, &mut hex);
     // Every byte is an ASCII hex digit, so the conversion never fails.
     String::from_utf8(hex).unwrap_or_default()
+}
+
+/// The two hex digits of every byte value: one load per byte instead of two lookups and
+/// two shifts.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    t
+};
+
+/// Two lowercase hex digits per byte of `bytes` into `out`, as far as `out` reaches.
+fn hex_digits(bytes: &[u8], out: &mut [u8]) {
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+    }
+}
+
+/// Lowercase hex of `bytes` into `out`, which holds exactly two digits per byte; returns
+/// the digits, or "" when `out` has the wrong length.
+fn hex_into<'o>(bytes: &[u8], out: &'o mut [u8]) -> &'o str {
+    if out.len() != bytes.len() * 2 {
+        return "";
+    }
+    hex_digits(bytes, out);
+    std::str::from_utf8(out).unwrap_or_default()
+}
+
+/// The HMAC under `key`. HMAC takes a key of any length, so this is `None` only if the
+/// crate's contract changes; lines then carry an empty hash rather than none at all.
+fn keyed(key: &[u8]) -> Option<Hmac<Sha256>> {
+    Hmac::<Sha256>::new_from_slice(key).ok()
 }
 
 /// Lets serde_json write straight into an HMAC.
@@ -65,7 +98,9 @@ pub enum Sink {
 pub struct DecisionLog {
     tx: Option<SyncSender<Record>>,
     writer: Option<JoinHandle<()>>,
-    key: Vec<u8>,
+    /// The HMAC, keyed once: keying hashes the key's two pads, which every line would
+    /// otherwise pay again.
+    mac: Option<Hmac<Sha256>>,
 }
 
 /// What the writer thread needs to build one line; building it there keeps serialization and
@@ -283,7 +318,7 @@ impl Packed {
 
 #[derive(Serialize)]
 struct Line<'a> {
-    time: String,
+    time: &'a str,
     decision_id: &'a str,
     trace_id: &'a str,
     span_id: &'a str,
@@ -307,7 +342,7 @@ struct Line<'a> {
     /// HMAC-SHA256 under the log key of the event's content as received (the arguments as
     /// the text the caller sent, when it sent text): equal events share it, and it reveals
     /// nothing of the content.
-    content_hmac: String,
+    content_hmac: &'a str,
     /// The event with every redaction applied and long fields cut: enough to read what was
     /// decided and to build a regression scenario (`toolgate test`).
     replay: Replay<'a>,
@@ -331,19 +366,26 @@ struct Redaction<'a> {
 #[derive(Serialize)]
 struct Replay<'a> {
     event_type: &'static str,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    tool_name: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    tool_name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<ReplayArguments<'a>>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    output: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    output: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    messages: Vec<crate::event::Message>,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    chunk: String,
+    messages: Vec<ReplayMessage<'a>>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    chunk: &'a str,
     /// True when a field was cut to the excerpt length (replay then differs from the call).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     truncated: bool,
+}
+
+/// A message of a replay, in the shape of `event::Message`.
+#[derive(Serialize)]
+struct ReplayMessage<'a> {
+    role: &'a str,
+    content: &'a str,
 }
 
 /// The arguments of a replay: the text as received when it can stand in a JSON line as it
@@ -360,7 +402,8 @@ impl<'a> ReplayArguments<'a> {
     /// allows one between tokens, and it would split the line); checking it as JSON costs
     /// a fraction of parsing it into a tree and printing that.
     fn from_text(text: &'a str) -> Option<ReplayArguments<'a>> {
-        if text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        // A byte-at-a-time scan of a 1 KiB text was an eighth of the writer's time.
+        if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
             serde_json::from_str(text).ok().map(ReplayArguments::Tree)
         } else {
             serde_json::from_str(text).ok().map(ReplayArguments::Raw)
@@ -374,7 +417,16 @@ impl DecisionLog {
         DecisionLog {
             tx: None,
             writer: None,
-            key: Vec::new(),
+            mac: None,
+        }
+    }
+
+    /// A log that queues nothing but builds lines under `key` (for tests and benchmarks).
+    pub fn lines_only(key: &[u8]) -> DecisionLog {
+        DecisionLog {
+            tx: None,
+            writer: None,
+            mac: keyed(key),
         }
     }
 
@@ -400,11 +452,7 @@ impl DecisionLog {
                 keep,
             }) => Some(Box::new(RotatingFile::open(path, max_bytes, keep)?)),
         };
-        let builder = DecisionLog {
-            tx: None,
-            writer: None,
-            key: key.clone(),
-        };
+        let builder = DecisionLog::lines_only(&key);
         let writer = std::thread::Builder::new()
             .name("decision-log".into())
             .spawn(move || {
@@ -417,7 +465,7 @@ impl DecisionLog {
         Ok(DecisionLog {
             tx: Some(tx),
             writer: Some(writer),
-            key,
+            mac: keyed(&key),
         })
     }
 
@@ -434,14 +482,32 @@ impl DecisionLog {
 
     /// Builds the JSON line (public for tests and benchmarks).
     pub fn line(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> String {
+        let mut buf = Vec::new();
+        self.line_into(&mut buf, event, d, policy, span_id);
+        // serde_json writes UTF-8 only.
+        String::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// Appends the JSON line, without its newline, to `buf`; the writer thread reuses one
+    /// buffer for every line. Appends nothing if the line cannot be built.
+    fn line_into(
+        &self,
+        buf: &mut Vec<u8>,
+        event: &Event,
+        d: &Decision,
+        policy: &Policy,
+        span_id: &str,
+    ) {
         let tier = match event.kind {
             crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
                 Some(policy.tiers.tier(&event.tool_name).as_str())
             }
             _ => None,
         };
+        let mut time = [0; RFC3339_LEN];
+        let mut hmac = [0; 64];
         let line = Line {
-            time: rfc3339(SystemTime::now()),
+            time: rfc3339_into(SystemTime::now(), &mut time),
             decision_id: &d.decision_id,
             trace_id: &d.trace_id,
             span_id,
@@ -478,21 +544,19 @@ impl DecisionLog {
             policy_version: &d.policy_version,
             policy_hash: &policy.hash,
             latency_us: d.latency_us,
-            content_hmac: self.hmac(event),
+            content_hmac: self.hmac(event, &mut hmac),
             replay: replay(event, d),
         };
-        // Sized for a typical line up front: growing the buffer was a visible share of the
-        // writer thread's time.
-        let mut buf = Vec::with_capacity(2048);
-        if serde_json::to_writer(&mut buf, &line).is_err() {
-            return String::new();
+        let start = buf.len();
+        if serde_json::to_writer(&mut *buf, &line).is_err() {
+            buf.truncate(start);
         }
-        String::from_utf8(buf).unwrap_or_default()
     }
 
-    fn hmac(&self, event: &Event) -> String {
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.key) else {
-            return String::new();
+    /// The content hash as lowercase hex in `out`.
+    fn hmac<'o>(&self, event: &Event, out: &'o mut [u8; 64]) -> &'o str {
+        let Some(mut mac) = self.mac.clone() else {
+            return "";
         };
         mac.update(event.kind.as_str().as_bytes());
         mac.update(&[0]);
@@ -517,7 +581,7 @@ impl DecisionLog {
         }
         mac.update(&[0]);
         mac.update(event.chunk.as_bytes());
-        lower_hex(&mac.finalize().into_bytes())
+        hex_into(&mac.finalize().into_bytes(), out)
     }
 
     /// Stops the writer after it has written everything queued.
@@ -536,17 +600,17 @@ impl Drop for DecisionLog {
 }
 
 /// Cuts `s` to the excerpt length on a char boundary, noting when it did.
-fn cut(truncated: &mut bool, s: &str) -> String {
+fn cut<'a>(truncated: &mut bool, s: &'a str) -> &'a str {
     if s.len() <= EXCERPT {
-        return s.to_string();
+        return s;
     }
     *truncated = true;
-    crate::text::head(s, EXCERPT).to_string()
+    crate::text::head(s, EXCERPT)
 }
 
 /// The event as the decision left it: redacted views where rules redacted, otherwise the
 /// original; every text field cut to the excerpt length.
-fn replay<'a>(event: &'a Event, d: &Decision) -> Replay<'a> {
+fn replay<'a>(event: &'a Event, d: &'a Decision) -> Replay<'a> {
     let mut truncated = false;
     let arguments = match (
         &d.redacted_arguments_json,
@@ -591,14 +655,14 @@ fn replay<'a>(event: &'a Event, d: &Decision) -> Replay<'a> {
     };
     let messages = source
         .iter()
-        .map(|m| crate::event::Message {
-            role: m.role.clone(),
+        .map(|m| ReplayMessage {
+            role: &m.role,
             content: cut(&mut truncated, &m.content),
         })
         .collect();
     Replay {
         event_type: event.kind.as_str(),
-        tool_name: event.tool_name.clone(),
+        tool_name: &event.tool_name,
         arguments,
         output,
         messages,
@@ -608,14 +672,14 @@ fn replay<'a>(event: &'a Event, d: &Decision) -> Replay<'a> {
 }
 
 trait LineWriter: Send {
-    fn write_line(&mut self, line: &str) -> io::Result<()>;
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()>;
     fn flush_all(&mut self) -> io::Result<()>;
 }
 
 impl LineWriter for io::Stdout {
-    fn write_line(&mut self, line: &str) -> io::Result<()> {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         let mut l = self.lock();
-        l.write_all(line.as_bytes())?;
+        l.write_all(line)?;
         l.write_all(b"\n")
     }
     fn flush_all(&mut self) -> io::Result<()> {
@@ -637,15 +701,17 @@ fn write_loop(
     mut out: Option<&mut dyn LineWriter>,
     tracing: Option<&Tracing>,
 ) {
+    // One buffer for every line, sized for a typical one up front.
+    let mut line = Vec::with_capacity(4096);
     'idle: while let Ok(first) = rx.recv() {
-        write_one(first, log, out.as_deref_mut(), tracing);
+        write_one(first, log, &mut line, out.as_deref_mut(), tracing);
         let mut idle = 0;
         loop {
             let mut got = false;
             loop {
                 match rx.try_recv() {
                     Ok(r) => {
-                        write_one(r, log, out.as_deref_mut(), tracing);
+                        write_one(r, log, &mut line, out.as_deref_mut(), tracing);
                         got = true;
                     }
                     Err(TryRecvError::Empty) => break,
@@ -673,18 +739,23 @@ fn write_loop(
 fn write_one<'w>(
     r: Record,
     log: &DecisionLog,
+    line: &mut Vec<u8>,
     out: Option<&mut (dyn LineWriter + 'w)>,
     tracing: Option<&Tracing>,
 ) {
     let (event, decision, policy, span) = r.unpack();
     // The line names the decision's span; the span is the one source of its id.
+    let mut hex = [0; 16];
     let span_id = span
         .as_ref()
-        .map(|s| s.context.span_id().to_string())
-        .unwrap_or_default();
+        .map_or("", |s| hex_into(&s.context.span_id().to_bytes(), &mut hex));
     if let Some(out) = out {
-        let line = log.line(&event, &decision, &policy, &span_id);
-        if let Err(e) = out.write_line(&line) {
+        line.clear();
+        log.line_into(line, &event, &decision, &policy, span_id);
+        // A line that could not be built is left out rather than written empty.
+        if !line.is_empty()
+            && let Err(e) = out.write_line(line)
+        {
             // The log must not take the server down; say so on stderr and go on.
             eprintln!("toolgate: decision log write failed: {e}");
         }
@@ -708,12 +779,17 @@ struct RotatingFile {
     written: u64,
     /// Rotated-out files handed to a deleting thread so far; names them apart.
     retired: u64,
+    /// False when `path` is not a regular file (`/dev/stdout`, `/dev/null`, a FIFO): such
+    /// a path is written to and never renamed, since renaming a device node as root would
+    /// move it away from every other program on the machine.
+    rotates: bool,
 }
 
 impl RotatingFile {
     fn open(path: PathBuf, max_bytes: u64, keep: usize) -> io::Result<RotatingFile> {
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let written = file.metadata()?.len();
+        let meta = file.metadata()?;
+        let written = meta.len();
         Ok(RotatingFile {
             path,
             max_bytes: max_bytes.max(1024),
@@ -721,6 +797,7 @@ impl RotatingFile {
             file: io::BufWriter::with_capacity(WRITE_BUFFER, file),
             written,
             retired: 0,
+            rotates: meta.is_file(),
         })
     }
 
@@ -777,12 +854,12 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
 }
 
 impl LineWriter for RotatingFile {
-    fn write_line(&mut self, line: &str) -> io::Result<()> {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         let len = line.len() as u64 + 1;
-        if self.written > 0 && self.written + len > self.max_bytes {
+        if self.rotates && self.written > 0 && self.written + len > self.max_bytes {
             self.rotate()?;
         }
-        self.file.write_all(line.as_bytes())?;
+        self.file.write_all(line)?;
         self.file.write_all(b"\n")?;
         self.written += len;
         Ok(())
@@ -792,8 +869,18 @@ impl LineWriter for RotatingFile {
     }
 }
 
+/// Length of an `rfc3339` time: `2026-11-21T23:59:59.123456Z`.
+const RFC3339_LEN: usize = 27;
+
 /// `2026-11-21T23:59:59.123456Z` from a system time (UTC, no time-zone database needed).
 pub fn rfc3339(t: SystemTime) -> String {
+    let mut out = [0; RFC3339_LEN];
+    rfc3339_into(t, &mut out).to_string()
+}
+
+/// `rfc3339` into a buffer, digit by digit: every line carries a time, and the formatting
+/// machinery took a twentieth of the writer thread's time for it.
+fn rfc3339_into(t: SystemTime, out: &mut [u8; RFC3339_LEN]) -> &str {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs() as i64;
     let days = secs.div_euclid(86_400);
@@ -808,13 +895,26 @@ pub fn rfc3339(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        d.subsec_micros()
-    )
+    // Years past 9999 are cut to four digits; the clock of a running server never gets
+    // there.
+    let fields: [(usize, usize, i64); 7] = [
+        (0, 4, year),
+        (5, 2, month),
+        (8, 2, day),
+        (11, 2, rem / 3600),
+        (14, 2, (rem % 3600) / 60),
+        (17, 2, rem % 60),
+        (20, 6, i64::from(d.subsec_micros())),
+    ];
+    *out = *b"0000-00-00T00:00:00.000000Z";
+    for (at, width, value) in fields {
+        let mut v = value.unsigned_abs();
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
+    std::str::from_utf8(out).unwrap_or_default()
 }
 
 /// The HMAC key: `TOOLGATE_LOG_HMAC_KEY` when set (so hashes compare across restarts and
@@ -851,6 +951,13 @@ mod tests {
             opentelemetry::trace::TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
         assert_eq!(lower_hex(&id.to_bytes()), id.to_string());
         assert_eq!(lower_hex(&[0, 15, 16, 255]), "000f10ff");
+        let mut out = [0; 8];
+        assert_eq!(hex_into(&[0, 15, 16, 255], &mut out), "000f10ff");
+        assert_eq!(
+            hex_into(&[0, 15, 16], &mut out),
+            "",
+            "a buffer of the wrong size"
+        );
     }
 
     #[test]
@@ -860,6 +967,8 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-21T23:59:59.000000Z");
         let leap = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000000Z");
+        let micros = UNIX_EPOCH + std::time::Duration::from_micros(1_795_305_599_000_007);
+        assert_eq!(rfc3339(micros), "2026-11-21T23:59:59.000007Z");
     }
 
     /// A line built from a record that crossed to the writer equals one built from the
@@ -871,11 +980,7 @@ mod tests {
             p.sync.timeout = std::time::Duration::from_secs(30);
             p
         });
-        let log = DecisionLog {
-            tx: None,
-            writer: None,
-            key: b"k".to_vec(),
-        };
+        let log = DecisionLog::lines_only(b"k");
         let mut call = Event::new(
             EventKind::ToolCallStart,
             Context {
@@ -944,11 +1049,7 @@ mod tests {
         e.output =
             "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 and mail bob@corp.example".into();
         let d = evaluate(&e, &p, &CallMeta::default());
-        let log = DecisionLog {
-            tx: None,
-            writer: None,
-            key: b"k".to_vec(),
-        };
+        let log = DecisionLog::lines_only(b"k");
         let line = log.line(&e, &d, &p, "");
         assert!(
             !line.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
@@ -969,11 +1070,7 @@ mod tests {
     #[test]
     fn replayed_arguments_are_the_text_as_sent_unless_it_would_break_the_line() {
         let p = Arc::new(default_policy(None).unwrap());
-        let log = DecisionLog {
-            tx: None,
-            writer: None,
-            key: b"k".to_vec(),
-        };
+        let log = DecisionLog::lines_only(b"k");
         let line_for = |text: &str| {
             let mut e = Event::new(EventKind::ToolCallStart, Context::default());
             e.tool_name = "files.read".into();
@@ -1020,13 +1117,48 @@ mod tests {
         );
     }
 
+    /// A log aimed at something other than a regular file (here a FIFO; `/dev/stdout` and
+    /// `/dev/null` are the same case) gets every line and is never renamed.
+    #[test]
+    fn a_log_that_is_not_a_regular_file_is_never_rotated() {
+        use std::io::Read;
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO for writing waits for a reader.
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                File::open(path).unwrap().read_to_string(&mut text).unwrap();
+                text
+            })
+        };
+        let mut f = RotatingFile::open(path.clone(), 1024, 2).unwrap();
+        for i in 0..100 {
+            f.write_line(format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(40)).as_bytes())
+                .unwrap();
+        }
+        f.flush_all().unwrap();
+        drop(f);
+        let text = reader.join().unwrap();
+        assert_eq!(text.lines().count(), 100);
+        assert!(std::fs::metadata(&path).unwrap().file_type().is_fifo());
+        assert!(!numbered(&path, 1).exists());
+    }
+
     #[test]
     fn rotating_file_keeps_the_newest_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("decisions.log");
         let mut f = RotatingFile::open(path.clone(), 1024, 2).unwrap();
         for i in 0..100 {
-            f.write_line(&format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(40)))
+            f.write_line(format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(40)).as_bytes())
                 .unwrap();
         }
         f.flush_all().unwrap();
