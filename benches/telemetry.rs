@@ -15,7 +15,7 @@ use serde_json::json;
 use toolgate::engine::{CallMeta, evaluate};
 use toolgate::event::{Context, Event, EventKind};
 use toolgate::policy::default_policy;
-use toolgate::telemetry::log::{DecisionLog, Record, Sink};
+use toolgate::telemetry::log::{DecisionLog, Sink};
 use toolgate::telemetry::trace::{TraceConfig, Tracing};
 use toolgate::telemetry::{CallStart, Telemetry};
 
@@ -122,9 +122,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let ev = e.clone();
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-            telemetry
-                .log
-                .record(Record::new(ev, d, policy.clone(), None))
+            let at = std::time::Instant::now();
+            telemetry.log.record(ev, d, policy.clone(), at, None)
         })
     });
     g.finish();

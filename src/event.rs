@@ -85,7 +85,7 @@ pub struct Event {
     pub arguments: Option<Value>,
     /// `arguments_json` as the caller sent it, when the edge had it as text. The decision
     /// log takes this one string to its thread instead of the parsed tree (see
-    /// `telemetry::log::Record::new`). Rules never read it.
+    /// `telemetry::spool::Record::new`). Rules never read it.
     pub arguments_text: Option<String>,
     pub output: String,
     pub is_error: bool,

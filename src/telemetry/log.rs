@@ -6,9 +6,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::Ordering;
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
 use serde::Serialize;
@@ -18,10 +18,9 @@ use sha2::Sha256;
 use crate::decision::{Action, Decision};
 use crate::event::Event;
 use crate::policy::Policy;
+use crate::telemetry::spool::{Record, Spool, Spools};
 use crate::telemetry::trace::{PendingSpan, Tracing};
 
-/// Lines waiting for the writer; past this they are dropped and counted.
-const QUEUE: usize = 8192;
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Lowercase hex from a table: a trace id is written on every traced call, and the
@@ -96,224 +95,14 @@ pub enum Sink {
 }
 
 pub struct DecisionLog {
-    tx: Option<SyncSender<Record>>,
+    /// Where records wait for the writer; `None` when the log is off.
+    spools: Option<Arc<Spools>>,
     writer: Option<JoinHandle<()>>,
+    /// The writer thread, to wake it when it sleeps.
+    wake: Option<Thread>,
     /// The HMAC, keyed once: keying hashes the key's two pads, which every line would
     /// otherwise pay again.
     mac: Option<Hmac<Sha256>>,
-}
-
-/// What the writer thread needs to build one line; building it there keeps serialization and
-/// hashing off the caller's path.
-///
-/// Handing memory to another thread has a price paid on this one: each allocation the
-/// writer frees comes back cold, and each cache line of the record is written here and
-/// read there. Measured on the benchmark machine (2026-11-22): boxes of 64 bytes handed
-/// over at 0, 1, 5, 10 and 20 per call added 0.05, 0.2, 0.5, 0.85 and 1.3 µs. So a record
-/// is small and holds few allocations: the short strings (ids, session, tool) are copied
-/// into one, the arguments cross as the text they came from rather than as a parsed tree,
-/// what the writer never reads is dropped here, and the rare parts sit behind one box.
-pub struct Record {
-    head: Head,
-    packed: Packed,
-    policy: Arc<Policy>,
-    /// `arguments_json` as received, parsed again by the writer.
-    arguments_text: Option<String>,
-    output: String,
-    /// Messages, plan, chunk, an argument tree without its text, and the decision's hits,
-    /// redactions and redacted texts; `None` when all are empty.
-    rest: Option<Box<Rest>>,
-    /// The decision's span, built on the writer thread rather than the request's.
-    span: Option<PendingSpan>,
-}
-
-#[derive(Clone, Copy)]
-struct Head {
-    kind: crate::event::EventKind,
-    is_error: bool,
-    action: Action,
-    status: crate::decision::Status,
-    enforced: bool,
-    shadow_action: Option<Action>,
-    effects: crate::decision::Effects,
-    latency_us: u64,
-    rules_evaluated: u32,
-    deep_awaited: u32,
-    deep_pending: u32,
-}
-
-#[derive(Default)]
-struct Rest {
-    arguments: Option<Value>,
-    messages: Vec<crate::event::Message>,
-    plan: Vec<crate::event::PlannedAction>,
-    chunk: String,
-    hits: Vec<crate::decision::RuleHit>,
-    redactions: Vec<crate::decision::RedactionSpan>,
-    redacted_output: Option<String>,
-    redacted_arguments_json: Option<String>,
-    redacted_messages: Vec<crate::event::Message>,
-    redacted_chunk: Option<String>,
-    redacted_plan: Vec<(String, String)>,
-}
-
-impl Record {
-    /// Readies a record for the writer thread; runs on the caller's thread, and everything
-    /// of `event` and `decision` that does not cross is freed here.
-    pub fn new(
-        mut event: Event,
-        mut d: Decision,
-        policy: Arc<Policy>,
-        span: Option<PendingSpan>,
-    ) -> Record {
-        let packed = Packed::take(&mut event, &mut d);
-        let head = Head {
-            kind: event.kind,
-            is_error: event.is_error,
-            action: d.action,
-            status: d.status,
-            enforced: d.enforced,
-            shadow_action: d.shadow_action,
-            effects: d.effects,
-            latency_us: d.latency_us,
-            rules_evaluated: d.rules_evaluated,
-            deep_awaited: d.deep_awaited,
-            deep_pending: d.deep_pending,
-        };
-        let arguments_text = match (&event.arguments, event.arguments_text.take()) {
-            (Some(_), Some(text)) => {
-                event.arguments = None;
-                Some(text)
-            }
-            _ => None,
-        };
-        // Most calls have none of the rare parts; they are looked at in place, and a `Rest`
-        // is built only when one is there.
-        let rare = event.arguments.is_some()
-            || !event.messages.is_empty()
-            || !event.plan.is_empty()
-            || !event.chunk.is_empty()
-            || !d.hits.is_empty()
-            || !d.redactions.is_empty()
-            || d.redacted_output.is_some()
-            || d.redacted_arguments_json.is_some()
-            || !d.redacted_messages.is_empty()
-            || d.redacted_chunk.is_some()
-            || !d.redacted_plan.is_empty();
-        let rest = rare.then(|| {
-            Box::new(Rest {
-                arguments: event.arguments.take(),
-                messages: std::mem::take(&mut event.messages),
-                plan: std::mem::take(&mut event.plan),
-                chunk: std::mem::take(&mut event.chunk),
-                hits: std::mem::take(&mut d.hits),
-                redactions: std::mem::take(&mut d.redactions),
-                redacted_output: d.redacted_output.take(),
-                redacted_arguments_json: d.redacted_arguments_json.take(),
-                redacted_messages: std::mem::take(&mut d.redacted_messages),
-                redacted_chunk: d.redacted_chunk.take(),
-                redacted_plan: std::mem::take(&mut d.redacted_plan),
-            })
-        });
-        Record {
-            head,
-            packed,
-            policy,
-            arguments_text,
-            output: std::mem::take(&mut event.output),
-            rest,
-            span,
-        }
-    }
-
-    /// The event and decision again, as far as the line and the span read them; runs on
-    /// the writer thread.
-    fn unpack(self) -> (Event, Decision, Arc<Policy>, Option<PendingSpan>) {
-        let h = self.head;
-        let rest = self.rest.map(|r| *r).unwrap_or_default();
-        let mut event = Event::new(h.kind, crate::event::Context::default());
-        let mut d = Decision {
-            action: h.action,
-            status: h.status,
-            hits: rest.hits,
-            redactions: rest.redactions,
-            redacted_output: rest.redacted_output,
-            redacted_arguments_json: rest.redacted_arguments_json,
-            redacted_messages: rest.redacted_messages,
-            redacted_chunk: rest.redacted_chunk,
-            redacted_plan: rest.redacted_plan,
-            retry: None,
-            stop: None,
-            pause: None,
-            risk: None,
-            effects: h.effects,
-            enforced: h.enforced,
-            shadow_action: h.shadow_action,
-            decision_id: String::new(),
-            // A decision names the version of the policy that made it.
-            policy_version: self.policy.version_tag.clone(),
-            latency_us: h.latency_us,
-            rules_evaluated: h.rules_evaluated,
-            deep_awaited: h.deep_awaited,
-            deep_pending: h.deep_pending,
-            trace_id: String::new(),
-        };
-        self.packed.restore(&mut event, &mut d);
-        event.is_error = h.is_error;
-        // When the text crossed, the line reads it and the tree stays unbuilt.
-        event.arguments = rest.arguments;
-        event.arguments_text = self.arguments_text;
-        event.output = self.output;
-        event.messages = rest.messages;
-        event.plan = rest.plan;
-        event.chunk = rest.chunk;
-        (event, d, self.policy, self.span)
-    }
-}
-
-/// Short strings moved into one buffer and back.
-#[derive(Default)]
-struct Packed {
-    text: String,
-    ends: [u32; 6],
-}
-
-impl Packed {
-    fn fields<'a>(e: &'a mut Event, d: &'a mut Decision) -> [&'a mut String; 6] {
-        [
-            &mut e.context.session_id,
-            &mut e.context.step_id,
-            &mut e.context.tenant,
-            &mut e.tool_name,
-            &mut d.decision_id,
-            &mut d.trace_id,
-        ]
-    }
-
-    fn take(e: &mut Event, d: &mut Decision) -> Packed {
-        let fields = Packed::fields(e, d);
-        let mut p = Packed {
-            text: String::with_capacity(fields.iter().map(|f| f.len()).sum()),
-            ends: [0; 6],
-        };
-        for (i, f) in fields.into_iter().enumerate() {
-            p.text.push_str(f);
-            // Ids, names and session keys are short; a text past 4 GiB ends the packing.
-            p.ends[i] = u32::try_from(p.text.len()).unwrap_or(u32::MAX);
-            // Freed here: the original strings never cross.
-            *f = String::new();
-        }
-        p
-    }
-
-    fn restore(self, e: &mut Event, d: &mut Decision) {
-        let mut start = 0;
-        for (i, f) in Packed::fields(e, d).into_iter().enumerate() {
-            let end = self.ends[i] as usize;
-            *f = self.text.get(start..end).unwrap_or_default().to_string();
-            start = end;
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -415,8 +204,9 @@ impl DecisionLog {
     /// A log that writes nothing (used when logging is off).
     pub fn disabled() -> DecisionLog {
         DecisionLog {
-            tx: None,
+            spools: None,
             writer: None,
+            wake: None,
             mac: None,
         }
     }
@@ -424,8 +214,9 @@ impl DecisionLog {
     /// A log that queues nothing but builds lines under `key` (for tests and benchmarks).
     pub fn lines_only(key: &[u8]) -> DecisionLog {
         DecisionLog {
-            tx: None,
+            spools: None,
             writer: None,
+            wake: None,
             mac: keyed(key),
         }
     }
@@ -442,7 +233,7 @@ impl DecisionLog {
         if sink.is_none() && tracing.is_none() {
             return Ok(DecisionLog::disabled());
         }
-        let (tx, rx) = sync_channel::<Record>(QUEUE);
+        let spools = Arc::new(Spools::new());
         let mut out: Option<Box<dyn LineWriter + Send>> = match sink {
             None => None,
             Some(Sink::Stdout) => Some(Box::new(io::stdout())),
@@ -453,6 +244,7 @@ impl DecisionLog {
             }) => Some(Box::new(RotatingFile::open(path, max_bytes, keep)?)),
         };
         let builder = DecisionLog::lines_only(&key);
+        let queue = spools.clone();
         let writer = std::thread::Builder::new()
             .name("decision-log".into())
             .spawn(move || {
@@ -460,42 +252,55 @@ impl DecisionLog {
                     Some(o) => Some(o.as_mut()),
                     None => None,
                 };
-                write_loop(rx, &builder, out, tracing.as_ref())
+                write_loop(&queue, &builder, out, tracing.as_ref())
             })?;
         Ok(DecisionLog {
-            tx: Some(tx),
+            spools: Some(spools),
+            wake: Some(writer.thread().clone()),
             writer: Some(writer),
             mac: keyed(&key),
         })
     }
 
-    /// Queues one record; returns false when the queue was full and it was dropped.
-    pub fn record(&self, record: Record) -> bool {
-        let Some(tx) = &self.tx else {
+    /// Queues one decision, made at `at`, for its line and span; runs on the caller's
+    /// thread, which keeps nothing of `event` and `decision`. Returns false when this
+    /// thread's queue was full and the record was dropped.
+    pub fn record(
+        &self,
+        event: Event,
+        d: Decision,
+        policy: Arc<Policy>,
+        at: Instant,
+        span: Option<PendingSpan>,
+    ) -> bool {
+        let Some(spools) = &self.spools else {
             return true;
         };
-        match tx.try_send(record) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
+        let (queued, wake) = spools.push(event, d, policy, at, span);
+        if wake && let Some(w) = &self.wake {
+            w.unpark();
         }
+        queued
     }
 
     /// Builds the JSON line (public for tests and benchmarks).
     pub fn line(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> String {
         let mut buf = Vec::new();
-        self.line_into(&mut buf, event, d, policy, span_id);
+        self.line_into(&mut buf, event, d, policy, SystemTime::now(), span_id);
         // serde_json writes UTF-8 only.
         String::from_utf8(buf).unwrap_or_default()
     }
 
-    /// Appends the JSON line, without its newline, to `buf`; the writer thread reuses one
-    /// buffer for every line. Appends nothing if the line cannot be built.
+    /// Appends the JSON line of a decision made at `time`, without its newline, to `buf`;
+    /// the writer thread reuses one buffer for every line. Appends nothing if the line
+    /// cannot be built.
     fn line_into(
         &self,
         buf: &mut Vec<u8>,
         event: &Event,
         d: &Decision,
         policy: &Policy,
+        time: SystemTime,
         span_id: &str,
     ) {
         let tier = match event.kind {
@@ -504,10 +309,10 @@ impl DecisionLog {
             }
             _ => None,
         };
-        let mut time = [0; RFC3339_LEN];
+        let mut rfc3339 = [0; RFC3339_LEN];
         let mut hmac = [0; 64];
         let line = Line {
-            time: rfc3339_into(SystemTime::now(), &mut time),
+            time: rfc3339_into(time, &mut rfc3339),
             decision_id: &d.decision_id,
             trace_id: &d.trace_id,
             span_id,
@@ -586,7 +391,12 @@ impl DecisionLog {
 
     /// Stops the writer after it has written everything queued.
     pub fn close(&mut self) {
-        self.tx = None;
+        if let Some(spools) = &self.spools {
+            spools.closed.store(true, Ordering::SeqCst);
+        }
+        if let Some(w) = &self.wake {
+            w.unpark();
+        }
         if let Some(w) = self.writer.take() {
             let _ = w.join();
         }
@@ -688,46 +498,50 @@ impl LineWriter for io::Stdout {
 }
 
 /// While decisions keep coming, the writer naps this long between drains instead of
-/// blocking on the queue: a reader blocked on the queue must be woken by a system call on
-/// each send, and that cost would land on the request path.
+/// sleeping until woken: waking a sleeping thread takes a system call, and that cost would
+/// land on the request path.
 const NAP: Duration = Duration::from_millis(1);
-/// Naps in a row with nothing queued before the writer blocks again, so an idle server
-/// does not wake a thousand times a second.
+/// Naps in a row with nothing queued before the writer sleeps until woken, so an idle
+/// server does not wake a thousand times a second.
 const IDLE_NAPS: u32 = 50;
 
 fn write_loop(
-    rx: Receiver<Record>,
+    spools: &Spools,
     log: &DecisionLog,
     mut out: Option<&mut dyn LineWriter>,
     tracing: Option<&Tracing>,
 ) {
-    // One buffer for every line, sized for a typical one up front.
+    // One buffer for every line, sized for a typical one up front, and one spare spool
+    // swapped for each full one.
     let mut line = Vec::with_capacity(4096);
-    'idle: while let Ok(first) = rx.recv() {
-        write_one(first, log, &mut line, out.as_deref_mut(), tracing);
-        let mut idle = 0;
-        loop {
-            let mut got = false;
-            loop {
-                match rx.try_recv() {
-                    Ok(r) => {
-                        write_one(r, log, &mut line, out.as_deref_mut(), tracing);
-                        got = true;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    // Every sender is gone and the queue is drained.
-                    Err(TryRecvError::Disconnected) => break 'idle,
-                }
+    let mut spare = Spool::default();
+    let mut idle = 0;
+    loop {
+        // Read before draining: whatever was queued before the log closed is in this
+        // drain.
+        let closing = spools.closed.load(Ordering::SeqCst);
+        let got = spools.drain(&mut spare, |spool| {
+            // Records carry monotonic instants; one reading of both clocks turns them
+            // into wall time (`trace::wall_time`).
+            let now = (Instant::now(), SystemTime::now());
+            let text = spool.text.as_str();
+            for r in spool.records.drain(..) {
+                write_one(r, text, now, log, &mut line, out.as_deref_mut(), tracing);
             }
-            // Flush after each drain: lines reach the file within a nap under any load,
-            // in batches when busy.
-            if let Some(out) = out.as_deref_mut() {
-                let _ = out.flush_all();
-            }
-            idle = if got { 0 } else { idle + 1 };
-            if idle >= IDLE_NAPS {
-                continue 'idle;
-            }
+        });
+        // Flush after each drain: lines reach the file within a nap under any load, in
+        // batches when busy.
+        if got && let Some(out) = out.as_deref_mut() {
+            let _ = out.flush_all();
+        }
+        if closing {
+            break;
+        }
+        idle = if got { 0 } else { idle + 1 };
+        if idle >= IDLE_NAPS {
+            spools.park_unless_queued();
+            idle = 0;
+        } else {
             std::thread::sleep(NAP);
         }
     }
@@ -738,12 +552,14 @@ fn write_loop(
 
 fn write_one<'w>(
     r: Record,
+    text: &str,
+    now: (Instant, SystemTime),
     log: &DecisionLog,
     line: &mut Vec<u8>,
     out: Option<&mut (dyn LineWriter + 'w)>,
     tracing: Option<&Tracing>,
 ) {
-    let (event, decision, policy, span) = r.unpack();
+    let (event, decision, policy, at, span) = r.unpack(text);
     // The line names the decision's span; the span is the one source of its id.
     let mut hex = [0; 16];
     let span_id = span
@@ -751,7 +567,8 @@ fn write_one<'w>(
         .map_or("", |s| hex_into(&s.context.span_id().to_bytes(), &mut hex));
     if let Some(out) = out {
         line.clear();
-        log.line_into(line, &event, &decision, &policy, span_id);
+        let time = crate::telemetry::trace::wall_time(at, now);
+        log.line_into(line, &event, &decision, &policy, time, span_id);
         // A line that could not be built is left out rather than written empty.
         if !line.is_empty()
             && let Err(e) = out.write_line(line)
@@ -761,7 +578,7 @@ fn write_one<'w>(
         }
     }
     if let (Some(t), Some(span)) = (tracing, &span) {
-        t.build_decision_span(span, &decision, &event, &policy);
+        t.build_decision_span(span, &decision, &event, &policy, now);
     }
 }
 
@@ -1022,8 +839,8 @@ mod tests {
                 start: std::time::Instant::now(),
                 end: std::time::Instant::now(),
             };
-            let record = Record::new(e, d, p.clone(), Some(span));
-            let (e2, d2, p2, span) = record.unpack();
+            let (e2, d2, p2, _, span) =
+                crate::telemetry::spool::crossed(e, d, p.clone(), Some(span));
             let span_id = span.unwrap().context.span_id().to_string();
             let crossed: Value = serde_json::from_str(&log.line(&e2, &d2, &p2, &span_id)).unwrap();
             let strip = |mut v: Value| {
@@ -1078,8 +895,7 @@ mod tests {
             e.arguments_text = Some(text.to_string());
             let d = evaluate(&e, &p, &CallMeta::default());
             // What the writer sees: the text without the tree.
-            let record = Record::new(e, d, p.clone(), None);
-            let (e, d, p, _) = record.unpack();
+            let (e, d, p, _, _) = crate::telemetry::spool::crossed(e, d, p.clone(), None);
             assert!(e.arguments.is_none(), "the writer builds no tree");
             log.line(&e, &d, &p, "")
         };
@@ -1115,6 +931,99 @@ mod tests {
             hmac(&line_for(spaced)),
             hmac(&line_for(r#"{"path": "notes.txt",  "lines": [1, 3]}"#))
         );
+    }
+
+    fn decision(p: &Policy, session: &str) -> (Event, Decision) {
+        let mut e = Event::new(
+            EventKind::ToolCallStart,
+            Context {
+                session_id: session.into(),
+                ..Context::default()
+            },
+        );
+        e.tool_name = "files.read".into();
+        let d = evaluate(&e, p, &CallMeta::default());
+        (e, d)
+    }
+
+    fn sessions(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["session"].to_string())
+            .collect()
+    }
+
+    /// The writer sleeps when nothing comes, and the next record wakes it: a lost
+    /// wake-up would leave the second line unwritten until the log closed.
+    #[test]
+    fn a_sleeping_writer_wakes_for_the_next_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.log");
+        let p = Arc::new(default_policy(None).unwrap());
+        let sink = Sink::File {
+            path: path.clone(),
+            max_bytes: 1 << 20,
+            keep: 1,
+        };
+        let log = DecisionLog::start(Some(sink), b"k".to_vec(), None).unwrap();
+        let wait_for = |n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while sessions(&path).len() < n {
+                assert!(Instant::now() < deadline, "{:?}", sessions(&path));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        let (e, d) = decision(&p, "first");
+        assert!(log.record(e, d, p.clone(), Instant::now(), None));
+        wait_for(1);
+        // Long enough for the writer to run out of naps and sleep.
+        std::thread::sleep(NAP * IDLE_NAPS * 3);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let (e, d) = decision(&p, "second");
+                assert!(log.record(e, d, p.clone(), Instant::now(), None));
+            });
+        });
+        wait_for(2);
+        assert_eq!(sessions(&path), ["\"first\"", "\"second\""]);
+    }
+
+    /// Closing writes everything queued, from every thread.
+    #[test]
+    fn close_writes_every_queued_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decisions.log");
+        let p = Arc::new(default_policy(None).unwrap());
+        let sink = Sink::File {
+            path: path.clone(),
+            max_bytes: 1 << 20,
+            keep: 1,
+        };
+        let mut log = DecisionLog::start(Some(sink), b"k".to_vec(), None).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let (log, p) = (&log, &p);
+                s.spawn(move || {
+                    for i in 0..200 {
+                        let (e, d) = decision(p, &format!("{t}-{i}"));
+                        assert!(log.record(e, d, p.clone(), Instant::now(), None));
+                    }
+                });
+            }
+        });
+        log.close();
+        let written = sessions(&path);
+        assert_eq!(written.len(), 600);
+        // Each thread's lines are in the order it recorded them.
+        for t in 0..3 {
+            let mine: Vec<&String> = written
+                .iter()
+                .filter(|s| s.starts_with(&format!("\"{t}-")))
+                .collect();
+            let expected: Vec<String> = (0..200).map(|i| format!("\"{t}-{i}\"")).collect();
+            assert_eq!(mine, expected.iter().collect::<Vec<_>>());
+        }
     }
 
     /// A log aimed at something other than a regular file (here a FIFO; `/dev/stdout` and

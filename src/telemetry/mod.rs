@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod log;
 pub mod metrics;
+mod spool;
 pub mod trace;
 
 use std::sync::Arc;
@@ -81,8 +82,7 @@ impl Telemetry {
             policy.mode,
             end.saturating_duration_since(start.at),
         );
-        let record = log::Record::new(event, d, policy.clone(), span);
-        if !self.log.record(record) {
+        if !self.log.record(event, d, policy.clone(), end, span) {
             self.metrics.decision_log_dropped();
         }
         out

@@ -267,12 +267,12 @@ impl Tracing {
         d: &Decision,
         event: &Event,
         policy: &Policy,
+        now: (Instant, SystemTime),
     ) {
         let Some(provider) = self.provider.as_ref() else {
             return;
         };
         let tracer = provider.tracer("toolgate");
-        let now = (Instant::now(), SystemTime::now());
         CHOSEN.with(|c| c.set(Some((p.context.trace_id(), p.context.span_id()))));
         let span = tracer
             .span_builder("toolgate.evaluate")

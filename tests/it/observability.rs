@@ -139,11 +139,14 @@ async fn metrics_admin_endpoints_and_decision_log() {
 
     s.stop().await.unwrap();
     let log = std::fs::read_to_string(&log_path).unwrap();
-    let lines: Vec<serde_json::Value> = log
+    let mut lines: Vec<serde_json::Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 3, "{log}");
+    // Lines queued on different server threads may be written out of order; each
+    // carries the time its decision was made (RFC 3339 in UTC, which sorts as text).
+    lines.sort_by(|a, b| a["time"].as_str().cmp(&b["time"].as_str()));
     assert!(!log.contains(secret), "raw secret in the decision log");
     let first = &lines[0];
     assert_eq!(first["decision_id"], stop.decision_id.as_str());
