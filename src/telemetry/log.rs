@@ -1,5 +1,6 @@
 //! The decision log: one JSON line per decision, to stdout or a size-rotated file, written by
-//! its own thread behind a bounded queue so a slow disk never slows a decision. Lines carry
+//! its own thread from bounded per-thread spools (`spool.rs`) so a slow disk never slows a
+//! decision. Lines carry
 //! redacted views and a keyed hash of the content, never a matched secret.
 
 use std::fs::{File, OpenOptions};
@@ -248,6 +249,9 @@ impl DecisionLog {
         let writer = std::thread::Builder::new()
             .name("decision-log".into())
             .spawn(move || {
+                // However the writer ends, records are refused from then on instead of
+                // piling up with nothing to write them.
+                let _ended = Ended(&queue);
                 let out: Option<&mut dyn LineWriter> = match out.as_mut() {
                     Some(o) => Some(o.as_mut()),
                     None => None,
@@ -263,8 +267,9 @@ impl DecisionLog {
     }
 
     /// Queues one decision, made at `at`, for its line and span; runs on the caller's
-    /// thread, which keeps nothing of `event` and `decision`. Returns false when this
-    /// thread's queue was full and the record was dropped.
+    /// thread, which keeps nothing of `event` and `decision`. Returns false when the
+    /// record was dropped: this thread's share of the queue is full, or the log is closed
+    /// (or its writer has ended).
     pub fn record(
         &self,
         event: Event,
@@ -505,6 +510,15 @@ const NAP: Duration = Duration::from_millis(1);
 /// server does not wake a thousand times a second.
 const IDLE_NAPS: u32 = 50;
 
+/// Marks the log closed when the writer thread ends, by return or by panic.
+struct Ended<'a>(&'a Spools);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::SeqCst);
+    }
+}
+
 fn write_loop(
     spools: &Spools,
     log: &DecisionLog,
@@ -574,7 +588,8 @@ fn write_one<'w>(
             && let Err(e) = out.write_line(line)
         {
             // The log must not take the server down; say so on stderr and go on.
-            eprintln!("toolgate: decision log write failed: {e}");
+            // `eprintln!` would panic if stderr is gone too, ending the writer.
+            let _ = writeln!(io::stderr(), "toolgate: decision log write failed: {e}");
         }
     }
     if let (Some(t), Some(span)) = (tracing, &span) {
@@ -621,7 +636,7 @@ impl RotatingFile {
     fn rotate(&mut self) -> io::Result<()> {
         self.file.flush()?;
         // Deleting a file of `max_bytes` frees its cached pages, which took 35 to 60 ms for
-        // 64 MiB on the benchmark machine: long enough for the queue to fill and lines to
+        // 64 MiB on the benchmark machine: long enough for the spools to fill and lines to
         // be dropped. So the oldest file is first renamed to a name nothing else uses (no
         // rename below replaces a file) and deleted by a short-lived thread.
         let oldest = numbered(&self.path, self.keep);
@@ -635,7 +650,10 @@ impl RotatingFile {
                 let doomed = doomed.clone();
                 move || {
                     if let Err(e) = std::fs::remove_file(&doomed) {
-                        eprintln!("toolgate: cannot delete rotated decision log: {e}");
+                        let _ = writeln!(
+                            io::stderr(),
+                            "toolgate: cannot delete rotated decision log: {e}"
+                        );
                     }
                 }
             };
@@ -979,14 +997,20 @@ mod tests {
         wait_for(1);
         // Long enough for the writer to run out of naps and sleep.
         std::thread::sleep(NAP * IDLE_NAPS * 3);
+        // Woken by this thread, whose spool exists already.
+        let (e, d) = decision(&p, "second");
+        assert!(log.record(e, d, p.clone(), Instant::now(), None));
+        wait_for(2);
+        std::thread::sleep(NAP * IDLE_NAPS * 3);
+        // Woken by a thread recording for the first time.
         std::thread::scope(|s| {
             s.spawn(|| {
-                let (e, d) = decision(&p, "second");
+                let (e, d) = decision(&p, "third");
                 assert!(log.record(e, d, p.clone(), Instant::now(), None));
             });
         });
-        wait_for(2);
-        assert_eq!(sessions(&path), ["\"first\"", "\"second\""]);
+        wait_for(3);
+        assert_eq!(sessions(&path), ["\"first\"", "\"second\"", "\"third\""]);
     }
 
     /// Closing writes everything queued, from every thread.
@@ -1013,6 +1037,11 @@ mod tests {
             }
         });
         log.close();
+        let (e, d) = decision(&p, "late");
+        assert!(
+            !log.record(e, d, p.clone(), Instant::now(), None),
+            "a closed log refuses records"
+        );
         let written = sessions(&path);
         assert_eq!(written.len(), 600);
         // Each thread's lines are in the order it recorded them.

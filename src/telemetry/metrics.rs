@@ -323,7 +323,7 @@ impl Metrics {
             IntGauge::new("toolgate_pauses_pending", "Pauses waiting for a human")?;
         let decision_log_dropped = IntCounter::new(
             "toolgate_decision_log_dropped_total",
-            "Decision log lines dropped because the writer fell behind",
+            "Decision log lines dropped: the writer fell behind, or had stopped",
         )?;
         let build_info = IntGaugeVec::new(
             Opts::new(

@@ -1,5 +1,6 @@
 //! How a decision reaches the decision-log thread: each recording thread appends records
-//! to its own spool, and the writer thread swaps full spools for empty ones.
+//! to its own spool, and the writer thread swaps each spool that holds records for an
+//! empty one.
 //!
 //! Handing memory to another thread has a price paid on the sending one: every allocation
 //! the receiver frees comes back cold, and the sender's allocator must collect it from
@@ -23,10 +24,15 @@ use crate::event::Event;
 use crate::policy::Policy;
 use crate::telemetry::trace::PendingSpan;
 
-/// Records one thread may have waiting; past this they are dropped and counted.
+/// Records waiting for the writer, shared out among the recording threads; past a
+/// thread's share its records are dropped and counted.
 pub(super) const QUEUE: usize = 8192;
-/// Bytes of copied text one spool may hold (about 8192 records of 8 KiB).
+/// Bytes of text waiting for the writer (about 8192 records of 8 KiB), shared out the same
+/// way.
 const TEXT_LIMIT: usize = 64 << 20;
+/// A thread's share never goes below this many records (and 8 KiB per record), however
+/// many threads record.
+const MIN_SHARE: usize = 256;
 /// Capacity a spool keeps when emptied.
 const KEEP_TEXT: usize = 1 << 20;
 const KEEP_RECORDS: usize = 1024;
@@ -36,10 +42,41 @@ const KEEP_RECORDS: usize = 1024;
 const INLINE_MAX: usize = 4096;
 
 /// One thread's records for one log, with the text they point into.
-#[derive(Default)]
 pub(super) struct Spool {
     pub(super) text: String,
     pub(super) records: Vec<Record>,
+    /// Bytes of texts too large to copy, carried by the records as their own strings.
+    carried: usize,
+    /// This spool's share of `QUEUE` and of `TEXT_LIMIT`, so that all threads together
+    /// hold about one queue's worth however many there are.
+    share: Share,
+}
+
+#[derive(Clone, Copy)]
+struct Share {
+    records: usize,
+    bytes: usize,
+}
+
+impl Share {
+    fn of(threads: usize) -> Share {
+        let threads = threads.max(1);
+        Share {
+            records: (QUEUE / threads).max(MIN_SHARE),
+            bytes: (TEXT_LIMIT / threads).max(MIN_SHARE * 8192),
+        }
+    }
+}
+
+impl Default for Spool {
+    fn default() -> Spool {
+        Spool {
+            text: String::new(),
+            records: Vec::new(),
+            carried: 0,
+            share: Share::of(1),
+        }
+    }
 }
 
 impl Spool {
@@ -52,10 +89,13 @@ impl Spool {
         at: Instant,
         span: Option<PendingSpan>,
     ) -> bool {
-        if self.records.len() >= QUEUE || self.text.len() > TEXT_LIMIT {
+        if self.records.len() >= self.share.records
+            || self.text.len() + self.carried > self.share.bytes
+        {
             return false;
         }
         let record = Record::new(&mut self.text, event, d, policy, at, span);
+        self.carried += record.carried_bytes();
         self.records.push(record);
         true
     }
@@ -66,6 +106,7 @@ impl Spool {
     pub(super) fn clear(&mut self) {
         self.text.clear();
         self.records.clear();
+        self.carried = 0;
         if self.text.capacity() > KEEP_TEXT {
             self.text.shrink_to(KEEP_TEXT);
         }
@@ -145,13 +186,22 @@ fn carry(text: &mut String, s: String) -> Carried {
     }
 }
 
-/// An offset into a spool's text; the text never reaches 4 GiB (`TEXT_LIMIT` is checked
+/// An offset into a spool's text; the text never reaches 4 GiB (`Share::bytes` is checked
 /// before each record, and one record adds at most its short strings and 8 KiB).
 fn offset(text: &str) -> u32 {
     u32::try_from(text.len()).unwrap_or(u32::MAX)
 }
 
 impl Record {
+    /// Bytes of the texts this record carries as their own strings.
+    fn carried_bytes(&self) -> usize {
+        let len = |c: &Carried| match c {
+            Carried::Inline => 0,
+            Carried::Owned(s) => s.len(),
+        };
+        self.arguments_text.as_ref().map_or(0, len) + len(&self.output)
+    }
+
     /// Readies a record for the writer thread, appending its text to `text`; runs on the
     /// caller's thread, and everything of `event` and `decision` that does not cross is
     /// freed here.
@@ -335,7 +385,8 @@ pub(super) struct Spools {
     /// Set by the writer just before it parks; a recording thread that sees it wakes the
     /// writer. Read on every record, written twice per idle period.
     asleep: AtomicBool,
-    /// Set when the log closes: the writer drains everything once more and stops.
+    /// Set when the log closes, or when the writer thread has ended: the writer drains
+    /// everything once more and stops, and records are refused from then on.
     pub(super) closed: AtomicBool,
 }
 
@@ -359,6 +410,10 @@ impl Spools {
         at: Instant,
         span: Option<PendingSpan>,
     ) -> (bool, bool) {
+        // Nothing would write them: refuse (and so count) them rather than keep them.
+        if self.closed.load(Ordering::Relaxed) {
+            return (false, false);
+        }
         // A thread past its thread-locals' teardown has no spool: its record is dropped
         // and counted like one that found its spool full.
         let queued = MINE
@@ -371,8 +426,16 @@ impl Spools {
                 // are gone (only this thread still holds them), then register a new one.
                 mine.retain(|(_, spool)| Arc::strong_count(spool) > 1);
                 let spool = Arc::new(Mutex::new(Spool::default()));
-                let queued = lock(&spool).push(event, d, policy, at, span);
-                lock_all(&self.all).push(spool.clone());
+                let threads = {
+                    let mut all = lock_all(&self.all);
+                    all.push(spool.clone());
+                    all.len()
+                };
+                let queued = {
+                    let mut s = lock(&spool);
+                    s.share = Share::of(threads);
+                    s.push(event, d, policy, at, span)
+                };
                 mine.push((self.id, spool));
                 queued
             })
@@ -392,6 +455,8 @@ impl Spools {
             all.retain(|s| Arc::strong_count(s) > 1 || !lock(s).records.is_empty());
             all.clone()
         };
+        // Each spare goes to a thread with the share the current thread count gives.
+        let share = Share::of(spools.len());
         let mut any = false;
         for spool in &spools {
             {
@@ -399,6 +464,7 @@ impl Spools {
                 if s.records.is_empty() {
                     continue;
                 }
+                spare.share = share;
                 std::mem::swap(&mut *s, spare);
             }
             any = true;
@@ -512,6 +578,41 @@ mod tests {
         }
         assert!(!spool.push(e, d, p, Instant::now(), None));
         assert_eq!(spool.records.len(), QUEUE);
+    }
+
+    /// All threads together hold about one queue, and a thread's share counts the large
+    /// texts it carries as well as the ones it copied.
+    #[test]
+    fn threads_share_the_bound() {
+        assert_eq!(Share::of(1).records, QUEUE);
+        assert_eq!(Share::of(4).records * 4, QUEUE);
+        assert_eq!(Share::of(4).bytes * 4, TEXT_LIMIT);
+        assert_eq!(
+            Share::of(1000).records,
+            MIN_SHARE,
+            "a floor for many threads"
+        );
+        let p = Arc::new(default_policy(None).unwrap());
+        let e = call(INLINE_MAX + 1);
+        let d = evaluate(&e, &p, &CallMeta::default());
+        let mut spool = Spool {
+            share: Share {
+                records: QUEUE,
+                bytes: 10 * (2 * INLINE_MAX + 100),
+            },
+            ..Spool::default()
+        };
+        let mut n = 0;
+        while spool.push(e.clone(), d.clone(), p.clone(), Instant::now(), None) {
+            n += 1;
+            assert!(n <= 11, "the carried texts are counted");
+        }
+        assert!(n >= 10, "{n}");
+        spool.clear();
+        assert!(
+            spool.push(e, d, p, Instant::now(), None),
+            "room again once drained"
+        );
     }
 
     /// Records pushed from several threads are all drained, each thread's in order, and a
