@@ -511,6 +511,19 @@ pub(super) fn crossed(
     record.unpack(&spool.text)
 }
 
+/// Asserts that `seen` holds `each` ids `"{t}-{i}"` from each of `threads` threads, each
+/// thread's in the order it made them (for tests).
+#[cfg(test)]
+pub(super) fn assert_each_thread_in_order(seen: &[String], threads: usize, each: usize) {
+    assert_eq!(seen.len(), threads * each);
+    for t in 0..threads {
+        let prefix = format!("{t}-");
+        let mine: Vec<&String> = seen.iter().filter(|s| s.starts_with(&prefix)).collect();
+        let expected: Vec<String> = (0..each).map(|i| format!("{t}-{i}")).collect();
+        assert_eq!(mine, expected.iter().collect::<Vec<_>>());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,15 +659,7 @@ mod tests {
                 seen.push(r.unpack(&text).0.context.step_id);
             }
         }));
-        assert_eq!(seen.len(), 300);
-        for t in 0..3 {
-            let mine: Vec<&String> = seen
-                .iter()
-                .filter(|s| s.starts_with(&format!("{t}-")))
-                .collect();
-            let expected: Vec<String> = (0..100).map(|i| format!("{t}-{i}")).collect();
-            assert_eq!(mine, expected.iter().collect::<Vec<_>>());
-        }
+        assert_each_thread_in_order(&seen, 3, 100);
         assert!(!spools.drain(&mut spare, |_| ()), "nothing left");
         assert!(
             lock_all(&spools.all).is_empty(),
