@@ -87,12 +87,7 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
     }
 
     // 3. Risk tier of the tool, and approval for tiers that require it.
-    let tier = match event.kind {
-        EventKind::ToolCallStart | EventKind::ToolCallResult => {
-            Some(policy.tiers.tier(&event.tool_name))
-        }
-        EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
-    };
+    let tier = policy.tiers.of_event(event);
     if event.kind == EventKind::ToolCallStart
         && let Some(t) = tier
         && policy.router.require_approval.contains(&t)

@@ -49,6 +49,18 @@ impl ToolTiers {
             .unwrap_or(self.default)
     }
 
+    /// The tier of the tool an event calls or reports on; `None` for prompts and streamed
+    /// chunks, which name no tool.
+    pub fn of_event(&self, event: &crate::event::Event) -> Option<RiskLevel> {
+        use crate::event::EventKind;
+        match event.kind {
+            EventKind::ToolCallStart | EventKind::ToolCallResult => {
+                Some(self.tier(&event.tool_name))
+            }
+            EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
+        }
+    }
+
     pub fn default_tier(&self) -> RiskLevel {
         self.default
     }

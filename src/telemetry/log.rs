@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::thread::{JoinHandle, Thread};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::decision::{Action, Decision};
+use crate::decision::{Action, Decision, RiskLevel};
 use crate::event::Event;
 use crate::policy::Policy;
 use crate::telemetry::spool::{Record, Spool, Spools};
@@ -99,8 +99,6 @@ pub struct DecisionLog {
     /// Where records wait for the writer; `None` when the log is off.
     spools: Option<Arc<Spools>>,
     writer: Option<JoinHandle<()>>,
-    /// The writer thread, to wake it when it sleeps.
-    wake: Option<Thread>,
     /// The HMAC, keyed once: keying hashes the key's two pads, which every line would
     /// otherwise pay again.
     mac: Option<Hmac<Sha256>>,
@@ -207,7 +205,6 @@ impl DecisionLog {
         DecisionLog {
             spools: None,
             writer: None,
-            wake: None,
             mac: None,
         }
     }
@@ -217,7 +214,6 @@ impl DecisionLog {
         DecisionLog {
             spools: None,
             writer: None,
-            wake: None,
             mac: keyed(key),
         }
     }
@@ -258,9 +254,11 @@ impl DecisionLog {
                 };
                 write_loop(&queue, &builder, out, tracing.as_ref())
             })?;
+        // Set before the log is returned, so before any record: the writer cannot be
+        // asleep with no one able to wake it.
+        let _ = spools.writer.set(writer.thread().clone());
         Ok(DecisionLog {
             spools: Some(spools),
-            wake: Some(writer.thread().clone()),
             writer: Some(writer),
             mac: keyed(&key),
         })
@@ -281,17 +279,14 @@ impl DecisionLog {
         let Some(spools) = &self.spools else {
             return true;
         };
-        let (queued, wake) = spools.push(event, d, policy, at, span);
-        if wake && let Some(w) = &self.wake {
-            w.unpark();
-        }
-        queued
+        spools.push(event, d, policy, at, span)
     }
 
     /// Builds the JSON line (public for tests and benchmarks).
     pub fn line(&self, event: &Event, d: &Decision, policy: &Policy, span_id: &str) -> String {
         let mut buf = Vec::new();
-        self.line_into(&mut buf, event, d, policy, SystemTime::now(), span_id);
+        let tier = policy.tiers.of_event(event);
+        self.line_into(&mut buf, event, d, policy, tier, SystemTime::now(), span_id);
         // serde_json writes UTF-8 only.
         String::from_utf8(buf).unwrap_or_default()
     }
@@ -299,21 +294,17 @@ impl DecisionLog {
     /// Appends the JSON line of a decision made at `time`, without its newline, to `buf`;
     /// the writer thread reuses one buffer for every line. Appends nothing if the line
     /// cannot be built.
+    #[allow(clippy::too_many_arguments)]
     fn line_into(
         &self,
         buf: &mut Vec<u8>,
         event: &Event,
         d: &Decision,
         policy: &Policy,
+        tier: Option<RiskLevel>,
         time: SystemTime,
         span_id: &str,
     ) {
-        let tier = match event.kind {
-            crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
-                Some(policy.tiers.tier(&event.tool_name).as_str())
-            }
-            _ => None,
-        };
         let mut rfc3339 = [0; RFC3339_LEN];
         let mut hmac = [0; 64];
         let line = Line {
@@ -326,7 +317,7 @@ impl DecisionLog {
             tenant: &event.context.tenant,
             event: event.kind.as_str(),
             tool: &event.tool_name,
-            tier,
+            tier: tier.map(RiskLevel::as_str),
             action: d.action.as_str(),
             status: d.status,
             enforced: d.enforced,
@@ -397,10 +388,7 @@ impl DecisionLog {
     /// Stops the writer after it has written everything queued.
     pub fn close(&mut self) {
         if let Some(spools) = &self.spools {
-            spools.closed.store(true, Ordering::SeqCst);
-        }
-        if let Some(w) = &self.wake {
-            w.unpark();
+            spools.close();
         }
         if let Some(w) = self.writer.take() {
             let _ = w.join();
@@ -574,6 +562,8 @@ fn write_one<'w>(
     tracing: Option<&Tracing>,
 ) {
     let (event, decision, policy, at, span) = r.unpack(text);
+    // The line and the span both name the tool's tier; it is looked up once.
+    let tier = policy.tiers.of_event(&event);
     // The line names the decision's span; the span is the one source of its id.
     let mut hex = [0; 16];
     let span_id = span
@@ -582,7 +572,7 @@ fn write_one<'w>(
     if let Some(out) = out {
         line.clear();
         let time = crate::telemetry::trace::wall_time(at, now);
-        log.line_into(line, &event, &decision, &policy, time, span_id);
+        log.line_into(line, &event, &decision, &policy, tier, time, span_id);
         // A line that could not be built is left out rather than written empty.
         if !line.is_empty()
             && let Err(e) = out.write_line(line)
@@ -593,7 +583,7 @@ fn write_one<'w>(
         }
     }
     if let (Some(t), Some(span)) = (tracing, &span) {
-        t.build_decision_span(span, &decision, &event, &policy, now);
+        t.build_decision_span(span, &decision, &event, tier, now);
     }
 }
 

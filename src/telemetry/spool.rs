@@ -14,7 +14,8 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::Thread;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -388,6 +389,8 @@ pub(super) struct Spools {
     /// Set when the log closes, or when the writer thread has ended: the writer drains
     /// everything once more and stops, and records are refused from then on.
     pub(super) closed: AtomicBool,
+    /// The writer thread, to unpark; set before any record can be pushed.
+    pub(super) writer: OnceLock<Thread>,
 }
 
 impl Spools {
@@ -397,11 +400,24 @@ impl Spools {
             all: Mutex::new(Vec::new()),
             asleep: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            writer: OnceLock::new(),
         }
     }
 
-    /// Queues one record on this thread's spool. Returns whether it was queued, and
-    /// whether the writer is asleep and must be woken.
+    /// Closes the log: the writer drains what is queued and stops (`write_loop`).
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.writer.get() {
+            w.unpark();
+        }
+    }
+
+    /// Queues one record on this thread's spool, waking the writer if it sleeps. Returns
+    /// whether it was queued.
     pub(super) fn push(
         &self,
         event: Event,
@@ -409,10 +425,10 @@ impl Spools {
         policy: Arc<Policy>,
         at: Instant,
         span: Option<PendingSpan>,
-    ) -> (bool, bool) {
+    ) -> bool {
         // Nothing would write them: refuse (and so count) them rather than keep them.
         if self.closed.load(Ordering::Relaxed) {
-            return (false, false);
+            return false;
         }
         // A thread past its thread-locals' teardown has no spool: its record is dropped
         // and counted like one that found its spool full.
@@ -441,7 +457,10 @@ impl Spools {
             })
             .unwrap_or(false);
         // Ordered after the push by the spool's lock; see `park_unless_queued`.
-        (queued, queued && self.asleep.load(Ordering::SeqCst))
+        if queued && self.asleep.load(Ordering::SeqCst) {
+            self.wake();
+        }
+        queued
     }
 
     /// Hands each spool that has records to `each`, swapped for `spare` (emptied between
@@ -642,8 +661,7 @@ mod tests {
                         let mut e = call(10);
                         e.context.step_id = format!("{t}-{i}");
                         let d = evaluate(&e, &p, &CallMeta::default());
-                        let pushed = spools.push(e, d, p.clone(), Instant::now(), None);
-                        assert_eq!(pushed, (true, false));
+                        assert!(spools.push(e, d, p.clone(), Instant::now(), None));
                     }
                 })
             })

@@ -15,9 +15,8 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider};
 
-use crate::decision::Decision;
+use crate::decision::{Decision, RiskLevel};
 use crate::event::Event;
-use crate::policy::Policy;
 
 /// Where spans go. Built from the standard `OTEL_*` variables by `from_env`.
 #[derive(Debug, Clone, Default)]
@@ -260,13 +259,15 @@ impl Tracing {
         ))
     }
 
-    /// Builds and ends a decision span with the ids chosen by `choose`.
+    /// Builds and ends a decision span with the ids chosen by `choose`; `tier` is the
+    /// tool's (`ToolTiers::of_event`), and `now` a pair of clock readings that places the
+    /// span's instants on the wall clock.
     pub fn build_decision_span(
         &self,
         p: &PendingSpan,
         d: &Decision,
         event: &Event,
-        policy: &Policy,
+        tier: Option<RiskLevel>,
         now: (Instant, SystemTime),
     ) {
         let Some(provider) = self.provider.as_ref() else {
@@ -280,7 +281,7 @@ impl Tracing {
             .with_start_time(wall_time(p.start, now))
             .start_with_context(&tracer, &p.parent);
         CHOSEN.with(|c| c.set(None));
-        finish(span, d, event, policy, wall_time(p.end, now));
+        finish(span, d, event, tier, wall_time(p.end, now));
     }
 
     /// One deep-rule job, a child of its decision's span: when it was queued, when it ran,
@@ -336,15 +337,10 @@ fn finish(
     mut span: opentelemetry_sdk::trace::Span,
     d: &Decision,
     e: &Event,
-    policy: &Policy,
+    tier: Option<RiskLevel>,
     end: SystemTime,
 ) {
-    let tier = match e.kind {
-        crate::event::EventKind::ToolCallStart | crate::event::EventKind::ToolCallResult => {
-            policy.tiers.tier(&e.tool_name).as_str()
-        }
-        _ => "",
-    };
+    let tier = tier.map_or("", RiskLevel::as_str);
     let rule_ids: Vec<&str> = d.hits.iter().map(|h| h.rule_id.as_str()).collect();
     let operation = match e.kind {
         crate::event::EventKind::LlmBefore | crate::event::EventKind::LlmStreamChunk => "chat",
