@@ -4,9 +4,8 @@
 //! The series every decision touches (its count and its two durations) are kept per thread
 //! and summed when scraped; the rest are ordinary `prometheus` metrics.
 
-use std::cell::RefCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus::core::{Collector, Desc};
@@ -19,6 +18,7 @@ use crate::decision::{Action, Decision};
 use crate::engine::SYNC_TIMEOUT_RULE;
 use crate::event::EventKind;
 use crate::policy::{Mode, Policy};
+use crate::telemetry::per_thread::PerThread;
 
 /// Latency buckets from 5 µs to 1 s, in nanoseconds: the fast path lives in the first few.
 const LATENCY_BUCKETS_NS: [u64; 14] = [
@@ -88,23 +88,14 @@ impl HistogramShard {
     }
 }
 
-thread_local! {
-    /// This thread's shard of each live `Metrics` (tests run several), by `Metrics::id`.
-    static SHARDS: RefCell<Vec<(u64, Arc<Shard>)>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Read where a series index is out of range, which `series_index` never gives.
 static ZERO: AtomicU64 = AtomicU64::new(0);
-
-/// Tells `Metrics` instances apart in `SHARDS`.
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// Every thread's shard of one `Metrics`, and the descriptions that expose them. Clones
 /// share the shards: `Metrics` counts through one, the registry collects through another.
 #[derive(Clone)]
 struct DecisionSeries {
-    id: u64,
-    shards: Arc<Mutex<Vec<Arc<Shard>>>>,
+    shards: Arc<PerThread<Shard>>,
     descs: [Desc; 2],
 }
 
@@ -112,8 +103,7 @@ impl DecisionSeries {
     fn new() -> Result<DecisionSeries, prometheus::Error> {
         let labels = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
         Ok(DecisionSeries {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            shards: Arc::new(Mutex::new(Vec::new())),
+            shards: Arc::new(PerThread::new()),
             descs: [
                 Desc::new(
                     DECISIONS.into(),
@@ -131,35 +121,20 @@ impl DecisionSeries {
         })
     }
 
-    /// Runs `f` on this thread's shard, making it on the thread's first decision.
+    /// Runs `f` on this thread's shard, making it on the thread's first decision. A
+    /// thread past its thread-locals' teardown counts nothing. Shards of ended threads are
+    /// kept: their counts are part of the totals.
     fn with_shard(&self, f: impl FnOnce(&Shard)) {
-        SHARDS.with(|cell| {
-            let mut mine = cell.borrow_mut();
-            if let Some((_, shard)) = mine.iter().find(|(id, _)| *id == self.id) {
-                f(shard);
-                return;
-            }
-            let shard = Arc::new(Shard {
-                decisions: std::array::from_fn(|_| AtomicU64::new(0)),
-                fast: HistogramShard::new(),
-                total: HistogramShard::new(),
-            });
-            self.shards
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(shard.clone());
-            // Shards of dropped `Metrics` are held only here; let them go.
-            mine.retain(|(_, s)| Arc::strong_count(s) > 1);
-            f(&shard);
-            mine.push((self.id, shard));
-        });
+        let make = |_| Shard {
+            decisions: std::array::from_fn(|_| AtomicU64::new(0)),
+            fast: HistogramShard::new(),
+            total: HistogramShard::new(),
+        };
+        let _ = self.shards.with(make, f);
     }
 
     fn shards(&self) -> Vec<Arc<Shard>> {
-        self.shards
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.shards.all().clone()
     }
 }
 
@@ -659,10 +634,8 @@ mod tests {
             Mode::Enforce,
             Duration::ZERO,
         );
-        SHARDS.with(|s| {
-            let ids: Vec<u64> = s.borrow().iter().map(|(id, _)| *id).collect();
-            assert!(ids.contains(&b.decisions.id) && ids.contains(&c.decisions.id));
-            assert_eq!(ids.len(), 2, "{ids:?}");
-        });
+        let ids = crate::telemetry::per_thread::ids_here();
+        assert!(ids.contains(&b.decisions.shards.id()) && ids.contains(&c.decisions.shards.id()));
+        assert_eq!(ids.len(), 2, "{ids:?}");
     }
 }

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod log;
 pub mod metrics;
+mod per_thread;
 mod spool;
 pub mod trace;
 

@@ -12,8 +12,7 @@
 //! output when they are small, into its spool's text; the spool's buffers go to the writer
 //! and come back emptied, and nothing is allocated per record in the common case.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::Instant;
@@ -23,6 +22,7 @@ use serde_json::Value;
 use crate::decision::{Action, Decision};
 use crate::event::Event;
 use crate::policy::Policy;
+use crate::telemetry::per_thread::PerThread;
 use crate::telemetry::trace::PendingSpan;
 
 /// Records waiting for the writer, shared out among the recording threads; past a
@@ -366,14 +366,6 @@ impl Record {
 /// A record as the writer reads it: event, decision, policy, when it was made, its span.
 pub(super) type Unpacked = (Event, Decision, Arc<Policy>, Instant, Option<PendingSpan>);
 
-/// Tells logs apart in `MINE` (tests run several at once).
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// This thread's spool of each live log, by `Spools::id`.
-    static MINE: RefCell<Vec<(u64, Arc<Mutex<Spool>>)>> = const { RefCell::new(Vec::new()) };
-}
-
 fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
     // A panic while holding the lock leaves a spool whose records are whole: go on.
     spool.lock().unwrap_or_else(PoisonError::into_inner)
@@ -381,8 +373,7 @@ fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
 
 /// Every thread's spool of one log, and how the writer sleeps and is woken.
 pub(super) struct Spools {
-    id: u64,
-    all: Mutex<Vec<Arc<Mutex<Spool>>>>,
+    all: PerThread<Mutex<Spool>>,
     /// Set by the writer just before it parks; a recording thread that sees it wakes the
     /// writer. Read on every record, written twice per idle period.
     asleep: AtomicBool,
@@ -396,8 +387,7 @@ pub(super) struct Spools {
 impl Spools {
     pub(super) fn new() -> Spools {
         Spools {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            all: Mutex::new(Vec::new()),
+            all: PerThread::new(),
             asleep: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
@@ -432,29 +422,15 @@ impl Spools {
         }
         // A thread past its thread-locals' teardown has no spool: its record is dropped
         // and counted like one that found its spool full.
-        let queued = MINE
-            .try_with(|cell| {
-                let mut mine = cell.borrow_mut();
-                if let Some((_, spool)) = mine.iter().find(|(id, _)| *id == self.id) {
-                    return lock(spool).push(event, d, policy, at, span);
-                }
-                // First record of this thread for this log: forget the spools of logs that
-                // are gone (only this thread still holds them), then register a new one.
-                mine.retain(|(_, spool)| Arc::strong_count(spool) > 1);
-                let spool = Arc::new(Mutex::new(Spool::default()));
-                let threads = {
-                    let mut all = lock_all(&self.all);
-                    all.push(spool.clone());
-                    all.len()
-                };
-                let queued = {
-                    let mut s = lock(&spool);
-                    s.share = Share::of(threads);
-                    s.push(event, d, policy, at, span)
-                };
-                mine.push((self.id, spool));
-                queued
+        let make = |threads| {
+            Mutex::new(Spool {
+                share: Share::of(threads),
+                ..Spool::default()
             })
+        };
+        let queued = self
+            .all
+            .with(make, |spool| lock(spool).push(event, d, policy, at, span))
             .unwrap_or(false);
         // Ordered after the push by the spool's lock; see `park_unless_queued`.
         if queued && self.asleep.load(Ordering::SeqCst) {
@@ -468,7 +444,7 @@ impl Spools {
     /// there was any record.
     pub(super) fn drain(&self, spare: &mut Spool, mut each: impl FnMut(&mut Spool)) -> bool {
         let spools = {
-            let mut all = lock_all(&self.all);
+            let mut all = self.all.all();
             // A spool only this list holds belongs to a thread that has ended; once
             // empty, it is forgotten.
             all.retain(|s| Arc::strong_count(s) > 1 || !lock(s).records.is_empty());
@@ -500,18 +476,12 @@ impl Spools {
     /// park makes the park return at once).
     pub(super) fn park_unless_queued(&self) {
         self.asleep.store(true, Ordering::SeqCst);
-        let waiting = lock_all(&self.all)
-            .iter()
-            .any(|s| !lock(s).records.is_empty());
+        let waiting = self.all.all().iter().any(|s| !lock(s).records.is_empty());
         if !waiting && !self.closed.load(Ordering::SeqCst) {
             std::thread::park();
         }
         self.asleep.store(false, Ordering::SeqCst);
     }
-}
-
-fn lock_all(all: &Mutex<Vec<Arc<Mutex<Spool>>>>) -> MutexGuard<'_, Vec<Arc<Mutex<Spool>>>> {
-    all.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A record queued and unpacked again, as the writer sees it (for tests).
@@ -680,7 +650,7 @@ mod tests {
         assert_each_thread_in_order(&seen, 3, 100);
         assert!(!spools.drain(&mut spare, |_| ()), "nothing left");
         assert!(
-            lock_all(&spools.all).is_empty(),
+            spools.all.all().is_empty(),
             "the ended threads' spools are forgotten"
         );
     }
