@@ -4,6 +4,7 @@
 //! The series every decision touches (its count and its two durations) are kept per thread
 //! and summed when scraped; the rest are ordinary `prometheus` metrics.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use crate::decision::{Action, Decision};
 use crate::engine::SYNC_TIMEOUT_RULE;
 use crate::event::EventKind;
 use crate::policy::{Mode, Policy};
-use crate::telemetry::per_thread::PerThread;
+use crate::telemetry::per_thread::{Mine, PerThread};
 
 /// Latency buckets from 5 µs to 1 s, in nanoseconds: the fast path lives in the first few.
 const LATENCY_BUCKETS_NS: [u64; 14] = [
@@ -91,6 +92,11 @@ impl HistogramShard {
 /// Read where a series index is out of range, which `series_index` never gives.
 static ZERO: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// This thread's shard of each live `Metrics`.
+    static SHARDS: Mine<Shard> = const { RefCell::new(Vec::new()) };
+}
+
 /// Every thread's shard of one `Metrics`, and the descriptions that expose them. Clones
 /// share the shards: `Metrics` counts through one, the registry collects through another.
 #[derive(Clone)]
@@ -103,7 +109,7 @@ impl DecisionSeries {
     fn new() -> Result<DecisionSeries, prometheus::Error> {
         let labels = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
         Ok(DecisionSeries {
-            shards: Arc::new(PerThread::new()),
+            shards: Arc::new(PerThread::new(&SHARDS)),
             descs: [
                 Desc::new(
                     DECISIONS.into(),
@@ -634,7 +640,7 @@ mod tests {
             Mode::Enforce,
             Duration::ZERO,
         );
-        let ids = crate::telemetry::per_thread::ids_here();
+        let ids = c.decisions.shards.ids_here();
         assert!(ids.contains(&b.decisions.shards.id()) && ids.contains(&c.decisions.shards.id()));
         assert_eq!(ids.len(), 2, "{ids:?}");
     }

@@ -12,6 +12,7 @@
 //! output when they are small, into its spool's text; the spool's buffers go to the writer
 //! and come back emptied, and nothing is allocated per record in the common case.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
@@ -22,7 +23,7 @@ use serde_json::Value;
 use crate::decision::{Action, Decision};
 use crate::event::Event;
 use crate::policy::Policy;
-use crate::telemetry::per_thread::PerThread;
+use crate::telemetry::per_thread::{Mine, PerThread};
 use crate::telemetry::trace::PendingSpan;
 
 /// Records waiting for the writer, shared out among the recording threads; past a
@@ -371,6 +372,11 @@ fn lock(spool: &Mutex<Spool>) -> MutexGuard<'_, Spool> {
     spool.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+thread_local! {
+    /// This thread's spool of each live log.
+    static SPOOLS: Mine<Mutex<Spool>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Every thread's spool of one log, and how the writer sleeps and is woken.
 pub(super) struct Spools {
     all: PerThread<Mutex<Spool>>,
@@ -387,7 +393,7 @@ pub(super) struct Spools {
 impl Spools {
     pub(super) fn new() -> Spools {
         Spools {
-            all: PerThread::new(),
+            all: PerThread::new(&SPOOLS),
             asleep: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
