@@ -47,7 +47,7 @@ impl DeepRule for SlowService {
 fn policy() -> Policy {
     let mut p =
         default_policy(None).unwrap_or_else(|e| panic!("default pack does not compile: {e}"));
-    p.sync.timeout = Duration::from_secs(60);
+    p.sync.limited = false;
     p
 }
 

@@ -30,9 +30,6 @@ use crate::telemetry::admin::{self, AdminState};
 use crate::telemetry::log::{self, DecisionLog, Sink};
 use crate::telemetry::trace::{TraceConfig, Tracing};
 
-/// Time box for `check` and `test`, which run offline and must not depend on machine load.
-const OFFLINE_TIME_BOX: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Bad configuration or input: the process exits 64 (EX_USAGE-style) rather than 1.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -125,9 +122,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Check { policy, env, event } => {
             let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
-            // An offline check answers what the rules decide; the serving time box would make
-            // the answer depend on how busy this machine is.
-            policy.sync.timeout = OFFLINE_TIME_BOX;
+            // An offline check answers what the rules decide; the serving budget would make
+            // the answer depend on how fast this machine is.
+            policy.sync.limited = false;
             let text = if event == "-" {
                 let mut s = String::new();
                 std::io::stdin()
@@ -177,9 +174,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         }
         Command::Test { policy, env, dir } => {
             let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
-            // Replays judge rules, not machine speed: without this a slow or loaded machine
-            // would turn a STOP into a fail-open ALLOW and the suite would flap.
-            policy.sync.timeout = OFFLINE_TIME_BOX;
+            // Replays judge rules, not machine speed: without this a slow machine could run
+            // the budget out and the suite would flap.
+            policy.sync.limited = false;
             let files = scenario::scenario_files(&dir)
                 .map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
             if files.is_empty() {

@@ -9,9 +9,10 @@ use crate::decision::{
     StopSpec, apply_spans, merge_actions, merge_spans, normalize_hits,
 };
 use crate::event::{Event, EventKind, Field, FieldKind, Message, replace_leaf};
-use crate::policy::{Mode, Policy};
+use crate::policy::{Mode, Policy, SyncFailMode};
 use crate::risk;
-use crate::rules::fast::{CompiledRule, ScanOutcome};
+use crate::rules::budget::Budget;
+use crate::rules::fast::{CompiledRule, ScanOutcome, Unscanned};
 
 pub const SYNC_TIMEOUT_RULE: &str = "sync_timeout";
 pub const APPROVAL_RULE: &str = "approval-required";
@@ -30,15 +31,20 @@ pub struct CallMeta {
 }
 
 /// Evaluates one event against one policy snapshot. Pure: same event and policy give the
-/// same decision (except ids, latency and a time-box overrun).
+/// same decision (except ids, latency and a scan whose budget ran out).
 pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
     let started = Instant::now();
-    let deadline = started + policy.sync.timeout;
     let fields = event.fields();
 
-    // 1. Fast rules, one pass, inside the time box.
+    // 1. Fast rules, one pass, within the work budget.
     let mut scan = ScanOutcome::default();
-    policy.rules.scan(event, &fields, deadline, &mut scan);
+    let mut budget = if policy.sync.limited {
+        let bytes = fields.iter().map(|f| f.text.len()).sum();
+        Budget::new(policy.sync.allowance.for_input(bytes, fields.len()))
+    } else {
+        Budget::unlimited()
+    };
+    policy.rules.scan(event, &fields, &mut budget, &mut scan);
     let rules = &policy.rules.rules;
 
     // 2. Hits and redaction spans from confirmed matches.
@@ -71,19 +77,14 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
             });
         }
     }
-    if scan.overrun {
-        let (action, outcome) = if policy.sync.fail_open {
-            (Action::Allow, "allowed (fail open)")
-        } else {
-            (Action::Stop, "blocked (fail closed)")
-        };
-        let reason = format!(
-            "fast rules did not finish within the {} µs time box; the unscanned part was {outcome}",
-            policy.sync.timeout.as_micros(),
-        );
-        hits.push(
-            RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure"),
-        );
+    // What the scan did not read is never passed on as if it were clean: it is withheld
+    // from every redacted view (and so from the decision log and the deep rules), and the
+    // pack's mode says what the caller is told. Hits found before the budget ran out stay.
+    let withheld = scan
+        .unscanned
+        .map(|at| unscanned_parts(&fields, at, &mut spans));
+    if let Some(w) = &withheld {
+        hits.push(unscanned_hit(event, policy, w, budget.limit()));
     }
 
     // 3. Risk tier of the tool, and approval for tiers that require it.
@@ -139,6 +140,9 @@ pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
         trace_id: meta.trace_id.clone(),
     };
     apply_redactions(&mut d, event, &fields, &spans);
+    if let Some(w) = withheld {
+        w.apply(&mut d, event);
+    }
     d.redactions = spans;
     settle(&mut d, event, policy, 1);
     d.latency_us = started.elapsed().as_micros() as u64;
@@ -186,6 +190,96 @@ pub fn settle(d: &mut Decision, event: &Event, policy: &Policy, attempt: u32) {
         d.action = Action::Allow;
         d.status = Status::of(Action::Allow, !d.hits.is_empty());
     }
+}
+
+/// The replacement for text the scan did not read.
+pub const WITHHELD: &str = "[WITHHELD:unscanned]";
+/// The redaction kind of withheld text.
+pub const UNSCANNED_KIND: &str = "unscanned";
+
+/// What of an event the scan did not read, beyond the text spans it adds.
+#[derive(Debug, Clone, Copy)]
+struct Withheld {
+    /// Some argument leaf was not read: the arguments are withheld whole, since a call
+    /// cannot be judged or forwarded in part.
+    arguments: bool,
+    /// Some plan field was not read: every planned action's arguments are withheld.
+    plan: bool,
+}
+
+impl Withheld {
+    fn apply(self, d: &mut Decision, event: &Event) {
+        let whole = || serde_json::Value::String(WITHHELD.into()).to_string();
+        if self.arguments {
+            d.redacted_arguments_json = Some(whole());
+        }
+        if self.plan {
+            d.redacted_plan = event
+                .plan
+                .iter()
+                .map(|p| (p.tool_name.clone(), whole()))
+                .collect();
+        }
+    }
+}
+
+/// Adds a withholding span for the unread rest of each text field from `at` on, and says
+/// which structured parts were not read.
+fn unscanned_parts(fields: &[Field<'_>], at: Unscanned, spans: &mut Vec<RedactionSpan>) -> Withheld {
+    let mut w = Withheld {
+        arguments: false,
+        plan: false,
+    };
+    for (i, f) in fields.iter().enumerate().skip(at.field) {
+        let from = if i == at.field { at.offset } else { 0 };
+        match f.kind {
+            FieldKind::Output | FieldKind::Chunk | FieldKind::Messages => {
+                if from < f.text.len() {
+                    // A match that overlaps it merges with it (`merge_spans`).
+                    spans.push(RedactionSpan {
+                        field_path: f.path.clone(),
+                        start: from,
+                        end: f.text.len(),
+                        kind: UNSCANNED_KIND.into(),
+                        rule_id: SYNC_TIMEOUT_RULE.into(),
+                        replacement: WITHHELD.into(),
+                    });
+                }
+            }
+            FieldKind::Arguments | FieldKind::ArgumentsJoined => w.arguments = true,
+            FieldKind::Plan => w.plan = true,
+            // The tool name is the first field and is always read.
+            FieldKind::ToolName => {}
+        }
+    }
+    w
+}
+
+/// The `sync_timeout` hit: its action is what the pack's `fail_open` makes of the unread part.
+fn unscanned_hit(
+    event: &Event,
+    policy: &Policy,
+    w: &Withheld,
+    limit: Option<std::time::Duration>,
+) -> RuleHit {
+    let call_unread = event.kind == EventKind::ToolCallStart && w.arguments;
+    let (action, outcome) = match policy.sync.fail_open {
+        SyncFailMode::Closed => (Action::Stop, "the event is blocked (fail_open: false)"),
+        SyncFailMode::Withhold if call_unread => (
+            Action::Stop,
+            "the call is blocked, since its arguments were not all read",
+        ),
+        SyncFailMode::Withhold => (Action::Redact, "the unread part is withheld"),
+        SyncFailMode::Unscanned => (
+            Action::Allow,
+            "the unread part is allowed unscanned (fail_open: unscanned)",
+        ),
+    };
+    let budget = limit.map_or(0, |l| l.as_micros());
+    let reason = format!(
+        "the fast rules ran out of their {budget} µs CPU budget before reading the whole event; {outcome}"
+    );
+    RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure")
 }
 
 fn hit_of(rule: &CompiledRule) -> RuleHit {
@@ -369,7 +463,7 @@ fn stop_spec(hits: &[RuleHit]) -> StopSpec {
     let top = hits.iter().find(|h| h.action == Action::Stop);
     let (reason, code) = match top {
         Some(h) if h.rule_id == SYNC_TIMEOUT_RULE => (
-            "the safety check could not finish in time, so the action was blocked".to_string(),
+            "the safety check could not read all of it, so it was blocked".to_string(),
             "sync_timeout".to_string(),
         ),
         Some(h) => (h.reason.clone(), format!("policy_violation:{}", h.rule_id)),

@@ -30,7 +30,7 @@ fn tool_result(output: &str) -> Event {
 /// Debug builds on a loaded CI machine can exceed the 5 ms production time box; tests that are
 /// not about the time box lift it so they assert behaviour, not speed.
 fn relaxed(mut p: Policy) -> Policy {
-    p.sync.timeout = std::time::Duration::from_secs(30);
+    p.sync.limited = false;
     p
 }
 
@@ -163,21 +163,103 @@ fn shadow_mode_enforces_allow_and_reports_the_would_be_action() {
     assert!(!d.hits.is_empty());
 }
 
-#[test]
-fn time_box_overrun_fails_open_with_a_visible_hit() {
-    let p = pack("gateway: { sync: { timeout_ms: 0, fail_open: true } }");
-    let d = evaluate(&tool_result("nothing to see"), &p, &CallMeta::default());
-    assert_eq!(d.action, Action::Allow);
-    assert_eq!(d.status, Status::Warn);
-    assert_eq!(d.hits[0].rule_id, SYNC_TIMEOUT_RULE);
+/// A policy whose scan budget is spent at the first clock read (after 256 fields or the
+/// first 64 KiB window), so the overrun paths run deterministically.
+fn no_budget(fail_open: &str) -> Policy {
+    let mut p = pack(&format!("gateway: {{ sync: {{ timeout_ms: 0, fail_open: {fail_open} }} }}"));
+    p.sync.allowance = crate::policy::Allowance {
+        base: std::time::Duration::ZERO,
+        per_mib: std::time::Duration::ZERO,
+        per_field: std::time::Duration::ZERO,
+    };
+    p
+}
+
+/// 200 KiB of output with an AWS key at the very end.
+fn long_output_with_key() -> Event {
+    let mut text = "ordinary log line with nothing secret in it\n".repeat(200 * 1024 / 44);
+    text.push_str("key AKIAIOSFODNN7EXAMPLE");
+    tool_result(&text)
+}
+
+fn padded_delete() -> Event {
+    let mut args = serde_json::Map::new();
+    for i in 0..600 {
+        args.insert(format!("k{i:04}"), json!("padding"));
+    }
+    args.insert("zz_command".into(), json!("rm -rf /"));
+    tool_call("shell.exec", serde_json::Value::Object(args))
 }
 
 #[test]
-fn time_box_overrun_fails_closed_with_an_error_code() {
-    let p = pack("gateway: { sync: { timeout_ms: 0, fail_open: false } }");
-    let d = evaluate(&tool_result("nothing to see"), &p, &CallMeta::default());
+fn small_events_never_read_the_clock_so_never_overrun() {
+    let d = evaluate(&tool_result("nothing to see"), &no_budget("false"), &CallMeta::default());
+    assert_eq!(d.action, Action::Allow);
+    assert!(d.hits.is_empty());
+}
+
+#[test]
+fn unread_output_is_withheld_not_passed_on() {
+    let d = evaluate(&long_output_with_key(), &no_budget("true"), &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert!(d.hits.iter().any(|h| h.rule_id == SYNC_TIMEOUT_RULE));
+    let out = d.redacted_output.as_deref().unwrap();
+    assert!(out.ends_with(WITHHELD), "{}", &out[out.len() - 80..]);
+    assert!(!out.contains("AKIA"));
+    assert!(out.starts_with("ordinary log line"));
+    let span = d.redactions.iter().find(|s| s.kind == UNSCANNED_KIND).unwrap();
+    assert!(span.start > 0 && span.start < 64 * 1024, "{span:?}");
+}
+
+#[test]
+fn a_call_whose_arguments_were_not_all_read_is_stopped() {
+    let d = evaluate(&padded_delete(), &no_budget("true"), &CallMeta::default());
     assert_eq!(d.action, Action::Stop);
     assert_eq!(d.stop.unwrap().error_code, "sync_timeout");
+    assert_eq!(
+        d.redacted_arguments_json.as_deref(),
+        Some(format!("\"{WITHHELD}\"").as_str())
+    );
+}
+
+#[test]
+fn fail_closed_stops_any_event_not_read_to_the_end() {
+    let d = evaluate(&long_output_with_key(), &no_budget("false"), &CallMeta::default());
+    assert_eq!(d.action, Action::Stop);
+    assert!(!d.redacted_output.unwrap().contains("AKIA"));
+}
+
+#[test]
+fn unscanned_mode_allows_but_still_withholds_from_the_redacted_view() {
+    let d = evaluate(&padded_delete(), &no_budget("unscanned"), &CallMeta::default());
+    assert_eq!(d.action, Action::Allow);
+    assert_eq!(d.status, Status::Warn);
+    let d = evaluate(&long_output_with_key(), &no_budget("unscanned"), &CallMeta::default());
+    assert_eq!(d.action, Action::Allow);
+    assert!(!d.redacted_output.unwrap().contains("AKIA"));
+}
+
+#[test]
+fn hits_found_before_the_budget_ran_out_are_kept() {
+    let mut text = "key AKIAIOSFODNN7EXAMPLE\n".to_string();
+    text.push_str(&"filler text of a long document\n".repeat(200 * 1024 / 31));
+    let d = evaluate(&tool_result(&text), &no_budget("true"), &CallMeta::default());
+    assert_eq!(d.action, Action::Redact);
+    assert!(d.hits.iter().any(|h| h.rule_id == "secrets"));
+    let out = d.redacted_output.unwrap();
+    assert!(out.starts_with("key [REDACTED:aws_access_key]"), "{}", &out[..60]);
+}
+
+#[test]
+fn an_unknown_fail_open_word_is_an_error_naming_the_field() {
+    let err = compile(
+        "policy_pack: p\nversion: \"1\"\ngateway: { sync: { fail_open: sometimes } }\n",
+        "t.yaml",
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("gateway.sync.fail_open"), "{err}");
 }
 
 #[test]

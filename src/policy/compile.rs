@@ -12,11 +12,12 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::pack::{Node, Problem, RawAsyncRule, RawPack, RawRule, read_pack};
+use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack};
 use super::{
     AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
-    SessionConfig, SyncConfig,
+    SessionConfig, SyncConfig, SyncFailMode,
 };
+use crate::rules::budget::Allowance;
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::{
     COMMON_KEYS, ConfigProblem, DeepRule, DeepRuleSpec, classifier, config_f64, config_str,
@@ -35,6 +36,12 @@ const MAX_APPROVAL_TTL_S: u64 = 30 * 24 * 3600;
 /// Compiled-program size cap per custom regex: a pathological pattern is rejected at load,
 /// not discovered as a slow scan.
 const REGEX_SIZE_LIMIT: usize = 2 << 20;
+/// The scan's work allowance per MiB of text and per field, on top of `timeout_ms`: about
+/// 25 times what the scan takes on this project's reference machine (0.65 ms per MiB of
+/// text, under 1 µs per JSON leaf; BENCHMARKS.md), so only work far out of proportion to
+/// the input runs the budget out.
+const SCAN_PER_MIB: Duration = Duration::from_millis(16);
+const SCAN_PER_FIELD: Duration = Duration::from_micros(2);
 const ASYNC_RULE_IDS: [&str; 3] = [llm::ID, classifier::ID, injection::ID];
 
 #[derive(Debug, thiserror::Error)]
@@ -187,9 +194,26 @@ impl Cx<'_> {
                 format!("must be between 0 and 60000, got {timeout_ms}"),
             );
         }
+        let fail_open = match &raw.gateway.sync.fail_open {
+            None | Some(RawFailOpen::Bool(true)) => SyncFailMode::Withhold,
+            Some(RawFailOpen::Bool(false)) => SyncFailMode::Closed,
+            Some(RawFailOpen::Word(w)) if w == "unscanned" => SyncFailMode::Unscanned,
+            Some(RawFailOpen::Word(w)) => {
+                self.err(
+                    "gateway.sync.fail_open",
+                    format!("expected true, false or unscanned, got `{w}`"),
+                );
+                SyncFailMode::Withhold
+            }
+        };
         let sync = SyncConfig {
-            timeout: Duration::from_secs_f64(timeout_ms.clamp(0.0, 60_000.0) / 1000.0),
-            fail_open: raw.gateway.sync.fail_open.unwrap_or(true),
+            allowance: Allowance {
+                base: Duration::from_secs_f64(timeout_ms.clamp(0.0, 60_000.0) / 1000.0),
+                per_mib: SCAN_PER_MIB,
+                per_field: SCAN_PER_FIELD,
+            },
+            limited: true,
+            fail_open,
         };
         let a = &raw.gateway.async_;
         let async_cfg = AsyncConfig {
@@ -628,7 +652,12 @@ impl Cx<'_> {
             }
         }
         match FastRuleSet::build(rules, patterns) {
-            Ok(set) => Some(set),
+            Ok(set) => {
+                // Warmed before the swap, at start and at every reload: the first call on a
+                // new rule set must not be the one that pays for its cold start.
+                set.warm();
+                Some(set)
+            }
             Err(e) => {
                 self.err("sync_rules", e.to_string());
                 None

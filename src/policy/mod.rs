@@ -12,6 +12,7 @@ use crate::decision::{Action, RiskLevel};
 use crate::router::ToolTiers;
 use crate::rules::fast::FastRuleSet;
 
+pub use crate::rules::budget::Allowance;
 pub use compile::{CompileError, compile, compile_file, default_policy};
 pub use pack::Problem;
 
@@ -35,10 +36,39 @@ impl Mode {
 
 #[derive(Debug, Clone)]
 pub struct SyncConfig {
-    /// The time box for the whole fast path of one event.
-    pub timeout: Duration,
-    /// On overrun: ALLOW with a `sync_timeout` hit (true) or STOP (false).
-    pub fail_open: bool,
+    /// The fast scan's work budget in thread CPU time: `timeout_ms` whatever the size, plus
+    /// an allowance per MiB and per field, so a scan that works at its usual rate always
+    /// finishes and only work out of proportion to the input runs it out.
+    pub allowance: Allowance,
+    /// False: no budget (offline `check` and `test`, which judge rules, not machine speed).
+    pub limited: bool,
+    /// What a scan that did not finish means for the part it did not read.
+    pub fail_open: SyncFailMode,
+}
+
+/// `gateway.sync.fail_open`. Whatever the mode, text the scan did not clear is withheld from
+/// the decision's redacted views and from the decision log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncFailMode {
+    /// `false`: the event is STOPped.
+    Closed,
+    /// `true` (the default): unscanned output, messages and chunks are withheld (REDACT with
+    /// `[WITHHELD:unscanned]`); a tool call whose arguments were not all scanned is STOPped,
+    /// since a call cannot be forwarded with part of it withheld.
+    Withhold,
+    /// `unscanned`: the caller is told ALLOW and may pass the unscanned part on as it is.
+    /// Only a pack that says so gets this.
+    Unscanned,
+}
+
+impl SyncFailMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncFailMode::Closed => "false",
+            SyncFailMode::Withhold => "true",
+            SyncFailMode::Unscanned => "unscanned",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -373,9 +373,17 @@ pub struct RawGateway {
 #[serde(deny_unknown_fields)]
 pub struct RawSync {
     pub timeout_ms: Option<f64>,
-    pub fail_open: Option<bool>,
+    pub fail_open: Option<RawFailOpen>,
     #[serde(default)]
     pub parallel: Option<Value>,
+}
+
+/// `gateway.sync.fail_open`: `true`, `false` or the word `unscanned`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawFailOpen {
+    Bool(bool),
+    Word(String),
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -1,10 +1,10 @@
 //! The fast rule set: every regex compiled once per policy; SIMD literal searches per field
 //! find where anchored patterns can match, a screen (`digits`) finds digit runs for the
-//! numeric PII patterns, and regexes run only on windows around those places. All inside
-//! one time box.
+//! numeric PII patterns, and regexes run only on windows around those places. The scan
+//! runs to the end unless its work budget (`budget.rs`) runs out; then it says where it
+//! stopped, so the engine can withhold what was not read.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex_automata::Input;
@@ -13,11 +13,12 @@ use regex_automata::meta::Regex;
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::event::{Event, EventKind, Field, FieldKind, Normalized};
 use crate::glob::Glob;
+use crate::rules::budget::Budget;
 use crate::rules::digits::for_each_digit_run;
 use crate::rules::validate;
 use crate::rules::{Prefilter, Validator};
 
-/// Fields above this size are scanned in overlapping windows so the time box is checked
+/// Fields above this size are scanned in overlapping windows so the budget is checked
 /// while a large input is being read, not only after it.
 const WINDOW: usize = 64 * 1024;
 /// Overlap between windows: a match up to this long that crosses a window edge is still found
@@ -195,6 +196,8 @@ pub struct FastRuleSet {
     scope_whole: Vec<Vec<u32>>,
     /// Smallest `DigitRun` minimum among patterns (None: no digit patterns).
     min_digit_run: Option<u8>,
+    /// Every anchor literal once, for `warm`.
+    warm_text: String,
 }
 
 /// One confirmed match.
@@ -215,8 +218,21 @@ pub struct ScanOutcome {
     pub matches: Vec<FieldMatch>,
     /// Rules whose scope applied to this event (for `rules_evaluated`).
     pub rules_evaluated: u32,
-    /// True when the time box ran out before the scan finished.
-    pub overrun: bool,
+    /// Where the scan stopped when its budget ran out: nothing from there on was read.
+    pub unscanned: Option<Unscanned>,
+}
+
+/// The first byte the scan did not clear: `offset` in field `field`, and every later field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unscanned {
+    pub field: usize,
+    pub offset: usize,
+}
+
+impl ScanOutcome {
+    pub fn overrun(&self) -> bool {
+        self.unscanned.is_some()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -327,6 +343,13 @@ impl FastRuleSet {
                 scopes.push(set);
             }
         }
+        let mut lits: Vec<&str> = anchors_of.iter().flatten().map(String::as_str).collect();
+        lits.sort_unstable();
+        lits.dedup();
+        let warm_text = format!(
+            "{} 4111 1111 1111 1111 +1 415 555 0100 DE89370400440532013000 a@example.com",
+            lits.join(" ")
+        );
         Ok(FastRuleSet {
             rules,
             patterns,
@@ -335,15 +358,43 @@ impl FastRuleSet {
             scope_members,
             scope_whole,
             min_digit_run,
+            warm_text,
         })
     }
 
-    /// Scans the event's fields against every rule in scope, inside the time box.
+    /// Runs every scope once on text holding every anchor, so the first real call after a
+    /// start or reload does not pay for building the searchers' lazy state alone.
+    pub fn warm(&self) {
+        for kind in EventKind::ALL {
+            let mut e = Event::new(kind, Default::default());
+            e.tool_name = "warm.up".into();
+            e.arguments = Some(serde_json::json!({
+                "command": self.warm_text,
+                "argv": ["rm", "-rf", "/tmp/x"],
+                "password": "hunter2",
+            }));
+            e.output = self.warm_text.clone();
+            e.chunk = self.warm_text.clone();
+            e.messages.push(crate::event::Message {
+                role: "user".into(),
+                content: self.warm_text.clone(),
+            });
+            e.plan.push(crate::event::PlannedAction {
+                tool_name: "warm.up".into(),
+                arguments: Some(serde_json::json!({ "command": self.warm_text })),
+            });
+            let fields = e.fields();
+            self.scan(&e, &fields, &mut Budget::unlimited(), &mut ScanOutcome::default());
+        }
+    }
+
+    /// Scans the event's fields against every rule in scope, to the end or until the
+    /// budget runs out.
     pub fn scan(
         &self,
         event: &Event,
         fields: &[Field<'_>],
-        deadline: Instant,
+        budget: &mut Budget,
         out: &mut ScanOutcome,
     ) {
         let active: Vec<bool> = self
@@ -372,9 +423,12 @@ impl FastRuleSet {
         let mut scope_of: Option<(FieldKind, Option<&str>)> = None;
         let mut any = false;
         for (fi, field) in fields.iter().enumerate() {
-            if Instant::now() >= deadline {
-                out.overrun = true;
-                return;
+            if !budget.field() {
+                out.unscanned = Some(Unscanned {
+                    field: fi,
+                    offset: 0,
+                });
+                break;
             }
             // Which patterns read a field depends only on its kind and role; arguments
             // come as runs of leaves of one kind, so the set is worked out once per run.
@@ -398,26 +452,31 @@ impl FastRuleSet {
             loop {
                 let end = window_end(text, start);
                 let si = scope_index(event.kind, field.kind);
-                if !self.scan_window(
+                self.scan_window(
                     fi,
                     &text[start..end],
                     start,
                     (self.scopes[si].as_deref(), &self.scope_whole[si]),
                     &mut scratch,
-                    deadline,
                     out,
-                ) {
-                    out.overrun = true;
-                    return;
-                }
+                );
                 if end >= text.len() {
                     break;
                 }
-                if Instant::now() >= deadline {
-                    out.overrun = true;
-                    return;
-                }
                 start = window_start(text, end);
+                if !budget.check() {
+                    // The next window starts one overlap before this one's end: a match
+                    // that crosses the end starts after `start`, so from there nothing is
+                    // known to be clear.
+                    out.unscanned = Some(Unscanned {
+                        field: fi,
+                        offset: start,
+                    });
+                    break;
+                }
+            }
+            if out.unscanned.is_some() {
+                break;
             }
         }
         // Windows overlap: the same match may be reported twice.
@@ -426,8 +485,7 @@ impl FastRuleSet {
         out.matches.dedup();
     }
 
-    /// Scans one window of one field; returns false on time-box overrun.
-    #[allow(clippy::too_many_arguments)]
+    /// Scans one window of one field.
     fn scan_window(
         &self,
         field: usize,
@@ -435,9 +493,8 @@ impl FastRuleSet {
         base: usize,
         (scope, whole): (Option<&AnchorSet>, &[u32]),
         scratch: &mut Scratch,
-        deadline: Instant,
         out: &mut ScanOutcome,
-    ) -> bool {
+    ) {
         let norm = Normalized::new(original);
         let text = norm.text.as_ref();
         scratch.windows.clear();
@@ -462,9 +519,6 @@ impl FastRuleSet {
             let pi = pi as usize;
             let p = &self.patterns[pi];
             let windows = &scratch.windows.of[pi];
-            if Instant::now() >= deadline {
-                return false;
-            }
             // Only patterns that report a capture group need capture slots.
             let mut caps = (p.group != 0).then(|| p.regex.create_captures());
             // Windows are sorted and disjoint; a match is reported once even if a re-search
@@ -544,7 +598,6 @@ impl FastRuleSet {
                 searched_to = searched_to.max(hi);
             }
         }
-        true
     }
 
     /// Fills `scratch.windows` with sorted, merged byte ranges of `text` where pattern `p`

@@ -1,6 +1,7 @@
 //! Rules: the built-in catalog (static definitions), validators for matches (Luhn, IBAN, …)
 //! and the fast scanner that runs a compiled rule set over an event in one pass.
 
+pub mod budget;
 pub mod catalog;
 pub mod digits;
 pub mod fast;

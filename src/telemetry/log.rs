@@ -802,7 +802,7 @@ mod tests {
     fn a_record_carries_everything_the_line_reads() {
         let p = Arc::new({
             let mut p = default_policy(None).unwrap();
-            p.sync.timeout = std::time::Duration::from_secs(30);
+            p.sync.limited = false;
             p
         });
         let log = DecisionLog::lines_only(b"k");
@@ -862,7 +862,7 @@ mod tests {
     #[test]
     fn a_line_has_no_raw_secret_and_replays_as_a_scenario_event() {
         let mut p = default_policy(None).unwrap();
-        p.sync.timeout = std::time::Duration::from_secs(30);
+        p.sync.limited = false;
         let mut e = Event::new(
             EventKind::ToolCallResult,
             Context {
