@@ -225,7 +225,11 @@ impl Withheld {
 
 /// Adds a withholding span for the unread rest of each text field from `at` on, and says
 /// which structured parts were not read.
-fn unscanned_parts(fields: &[Field<'_>], at: Unscanned, spans: &mut Vec<RedactionSpan>) -> Withheld {
+fn unscanned_parts(
+    fields: &[Field<'_>],
+    at: Unscanned,
+    spans: &mut Vec<RedactionSpan>,
+) -> Withheld {
     let mut w = Withheld {
         arguments: false,
         plan: false,

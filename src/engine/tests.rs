@@ -166,7 +166,9 @@ fn shadow_mode_enforces_allow_and_reports_the_would_be_action() {
 /// A policy whose scan budget is spent at the first clock read (after 256 fields or the
 /// first 64 KiB window), so the overrun paths run deterministically.
 fn no_budget(fail_open: &str) -> Policy {
-    let mut p = pack(&format!("gateway: {{ sync: {{ timeout_ms: 0, fail_open: {fail_open} }} }}"));
+    let mut p = pack(&format!(
+        "gateway: {{ sync: {{ timeout_ms: 0, fail_open: {fail_open} }} }}"
+    ));
     p.sync.allowance = crate::policy::Allowance {
         base: std::time::Duration::ZERO,
         per_mib: std::time::Duration::ZERO,
@@ -193,21 +195,33 @@ fn padded_delete() -> Event {
 
 #[test]
 fn small_events_never_read_the_clock_so_never_overrun() {
-    let d = evaluate(&tool_result("nothing to see"), &no_budget("false"), &CallMeta::default());
+    let d = evaluate(
+        &tool_result("nothing to see"),
+        &no_budget("false"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Allow);
     assert!(d.hits.is_empty());
 }
 
 #[test]
 fn unread_output_is_withheld_not_passed_on() {
-    let d = evaluate(&long_output_with_key(), &no_budget("true"), &CallMeta::default());
+    let d = evaluate(
+        &long_output_with_key(),
+        &no_budget("true"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Redact);
     assert!(d.hits.iter().any(|h| h.rule_id == SYNC_TIMEOUT_RULE));
     let out = d.redacted_output.as_deref().unwrap();
     assert!(out.ends_with(WITHHELD), "{}", &out[out.len() - 80..]);
     assert!(!out.contains("AKIA"));
     assert!(out.starts_with("ordinary log line"));
-    let span = d.redactions.iter().find(|s| s.kind == UNSCANNED_KIND).unwrap();
+    let span = d
+        .redactions
+        .iter()
+        .find(|s| s.kind == UNSCANNED_KIND)
+        .unwrap();
     assert!(span.start > 0 && span.start < 64 * 1024, "{span:?}");
 }
 
@@ -224,17 +238,29 @@ fn a_call_whose_arguments_were_not_all_read_is_stopped() {
 
 #[test]
 fn fail_closed_stops_any_event_not_read_to_the_end() {
-    let d = evaluate(&long_output_with_key(), &no_budget("false"), &CallMeta::default());
+    let d = evaluate(
+        &long_output_with_key(),
+        &no_budget("false"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Stop);
     assert!(!d.redacted_output.unwrap().contains("AKIA"));
 }
 
 #[test]
 fn unscanned_mode_allows_but_still_withholds_from_the_redacted_view() {
-    let d = evaluate(&padded_delete(), &no_budget("unscanned"), &CallMeta::default());
+    let d = evaluate(
+        &padded_delete(),
+        &no_budget("unscanned"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Allow);
     assert_eq!(d.status, Status::Warn);
-    let d = evaluate(&long_output_with_key(), &no_budget("unscanned"), &CallMeta::default());
+    let d = evaluate(
+        &long_output_with_key(),
+        &no_budget("unscanned"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Allow);
     assert!(!d.redacted_output.unwrap().contains("AKIA"));
 }
@@ -243,11 +269,19 @@ fn unscanned_mode_allows_but_still_withholds_from_the_redacted_view() {
 fn hits_found_before_the_budget_ran_out_are_kept() {
     let mut text = "key AKIAIOSFODNN7EXAMPLE\n".to_string();
     text.push_str(&"filler text of a long document\n".repeat(200 * 1024 / 31));
-    let d = evaluate(&tool_result(&text), &no_budget("true"), &CallMeta::default());
+    let d = evaluate(
+        &tool_result(&text),
+        &no_budget("true"),
+        &CallMeta::default(),
+    );
     assert_eq!(d.action, Action::Redact);
     assert!(d.hits.iter().any(|h| h.rule_id == "secrets"));
     let out = d.redacted_output.unwrap();
-    assert!(out.starts_with("key [REDACTED:aws_access_key]"), "{}", &out[..60]);
+    assert!(
+        out.starts_with("key [REDACTED:aws_access_key]"),
+        "{}",
+        &out[..60]
+    );
 }
 
 #[test]

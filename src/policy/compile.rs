@@ -17,7 +17,6 @@ use super::{
     AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
     SessionConfig, SyncConfig, SyncFailMode,
 };
-use crate::rules::budget::Allowance;
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::{
     COMMON_KEYS, ConfigProblem, DeepRule, DeepRuleSpec, classifier, config_f64, config_str,
@@ -26,6 +25,7 @@ use crate::deep::{
 use crate::event::{EventKind, FieldKind};
 use crate::glob::Glob;
 use crate::router::ToolTiers;
+use crate::rules::budget::Allowance;
 use crate::rules::catalog;
 use crate::rules::fast::{CompiledRule, FastRuleSet, PatternInput, RuleMatcher};
 use crate::rules::{CatalogMatcher, CatalogRule, Prefilter, Validator};

@@ -89,7 +89,10 @@ impl Budget {
 
 fn thread_cpu() -> Duration {
     let t = clock_gettime(ClockId::ThreadCPUTime);
-    Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.clamp(0, 999_999_999) as u32)
+    Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
 }
 
 #[cfg(test)]

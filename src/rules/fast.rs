@@ -384,7 +384,12 @@ impl FastRuleSet {
                 arguments: Some(serde_json::json!({ "command": self.warm_text })),
             });
             let fields = e.fields();
-            self.scan(&e, &fields, &mut Budget::unlimited(), &mut ScanOutcome::default());
+            self.scan(
+                &e,
+                &fields,
+                &mut Budget::unlimited(),
+                &mut ScanOutcome::default(),
+            );
         }
     }
 

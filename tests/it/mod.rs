@@ -5,4 +5,5 @@ mod grpc;
 mod mcp;
 mod observability;
 mod reload;
+mod timebox;
 mod tracing;
