@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use toolgate::engine::{CallMeta, evaluate};
+use toolgate::engine::gate::Finished;
+use toolgate::engine::{CallMeta, Recorder, TraceParent, evaluate};
 use toolgate::event::{Context, Event, EventKind};
 use toolgate::policy::default_policy;
+use toolgate::telemetry::Telemetry;
 use toolgate::telemetry::log::{DecisionLog, Sink};
 use toolgate::telemetry::trace::{TraceConfig, Tracing};
-use toolgate::telemetry::{CallStart, Telemetry};
 
 fn event() -> Event {
     let mut e = Event::new(
@@ -75,7 +76,7 @@ fn bench(c: &mut Criterion) {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let telemetry = Arc::new(Telemetry::new(log, tracing).unwrap_or_else(|e| panic!("{e}")));
-    let parent = opentelemetry::Context::new();
+    let parent = TraceParent::default();
 
     // Both sides start from an owned event, as the server does after decoding a request: the
     // server hands that event to the log instead of copying it.
@@ -90,10 +91,18 @@ fn bench(c: &mut Criterion) {
     // What the server does per call: choose the span's ids, decide, count, hand the record
     // (line and span to build) to the writer thread.
     let on = |ev: Event| {
-        let start = CallStart::now();
-        let chosen = telemetry.tracing.choose(&parent);
+        let start = std::time::Instant::now();
+        let span = telemetry.open(&parent);
         let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
-        telemetry.record(ev, d, &policy, start, &parent, chosen, |_| ());
+        telemetry.decision(Finished {
+            event: ev,
+            decision: d,
+            policy: policy.clone(),
+            parent: parent.clone(),
+            span,
+            start,
+            end: std::time::Instant::now(),
+        });
     };
     g.bench_function("on", |b| b.iter(|| on(e.clone())));
     // One part at a time, to show where the overhead is.
@@ -110,11 +119,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("metrics_only", |b| {
         b.iter(|| {
             let ev = e.clone();
-            let start = CallStart::now();
+            let start = std::time::Instant::now();
             let d = evaluate(black_box(&ev), &policy, &CallMeta::default());
             telemetry
                 .metrics
-                .record(ev.kind, &d, policy.mode, start.at.elapsed());
+                .record(ev.kind, &d, policy.mode, start.elapsed());
             d
         })
     });

@@ -15,8 +15,8 @@ use tonic::transport::Server;
 use crate::api::Guard;
 use crate::api::shed::ShedLayer;
 use crate::cli::{Cli, Command, PauseCommand};
-use crate::engine::CallMeta;
-use crate::engine::pipeline::{Options, Runtime, decide};
+use crate::engine::pipeline::Runtime;
+use crate::engine::{Call, Gate, Recorder};
 use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
 use crate::policy::{Policy, compile_file, default_policy};
@@ -141,17 +141,18 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                 .into_event()
                 .map_err(|e| UsageError(format!("{event}: {e}")))?;
             let d = offline(policy, |policy, rt| async move {
-                let (_, d) = decide(
-                    ev,
-                    &policy,
-                    &rt,
-                    &CallMeta::default(),
-                    0,
-                    Options::default(),
-                )
-                .await;
-                d
-            })?;
+                let call = Call {
+                    policy,
+                    parent: Default::default(),
+                    start: std::time::Instant::now(),
+                    size: 0,
+                };
+                Gate::new(Arc::new(rt))
+                    .decide(ev, call, crate::decision::Decision::clone)
+                    .await
+                    .map(|(d, _)| d)
+            })?
+            .map_err(|e| anyhow::anyhow!(e))?;
             let mut out = serde_json::to_string_pretty(&d)?;
             out.push('\n');
             write_stdout(&out)?;
@@ -516,7 +517,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
             path,
             env: opts.env.clone(),
             store: store.clone(),
-            telemetry: Some(telemetry.clone()),
+            observer: Some(telemetry.clone()),
         };
         tokio::spawn(r.run(shutdown_rx.clone()))
     });
@@ -551,17 +552,19 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .build_v1alpha()
         .context("cannot build gRPC reflection (v1alpha)")?;
 
-    let runtime = Arc::new(
-        Runtime::start(&store.load(), Some(telemetry.metrics.clone()), false)
-            .with_tracing(telemetry.tracing.clone()),
-    );
+    let recorder: Arc<dyn Recorder> = telemetry.clone();
+    let gate = Gate::new(Arc::new(Runtime::start(
+        &store.load(),
+        Some(recorder),
+        false,
+    )));
     let (mcp_addr, mcp) = match &opts.mcp {
         Some(cfg) => {
             let proxy = McpProxy::new(
                 cfg,
                 store.clone(),
                 telemetry.clone(),
-                runtime.clone(),
+                gate.clone(),
                 shutdown_rx.clone(),
             )
             .map_err(|e| UsageError(e.to_string()))?;
@@ -578,8 +581,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     };
     let guard = GuardServiceServer::new(Guard::new(
         store.clone(),
-        telemetry.clone(),
-        runtime,
+        gate,
         shutdown_rx.clone(),
         opts.approver_token.clone(),
     ))

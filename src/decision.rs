@@ -205,6 +205,25 @@ impl Effects {
     }
 }
 
+/// Hit ids the engine gives its own outcomes (a scan that ran out, a session gate, an
+/// approval, a deep rule that failed); every edge, the log and the tests read them here.
+pub mod reserved {
+    pub const SYNC_TIMEOUT_RULE: &str = "sync_timeout";
+    pub const APPROVAL_RULE: &str = "approval-required";
+    pub const STRIKE_LIMIT_RULE: &str = "strike_limit";
+    pub const APPROVED_RULE: &str = "approved";
+    pub const APPROVAL_DENIED_RULE: &str = "approval_denied";
+    pub const APPROVAL_EXPIRED_RULE: &str = "approval_expired";
+    pub const RETRY_EXHAUSTED_RULE: &str = "retry_exhausted";
+    pub const DEEP_QUEUE_FULL_RULE: &str = "deep_queue_full";
+    pub const DEEP_ERROR_RULE: &str = "deep_error";
+    pub const DEEP_TIMEOUT_RULE: &str = "deep_timeout";
+    pub const DEEP_WAIT_TIMEOUT_RULE: &str = "deep_wait_timeout";
+    /// Tags the hits that carry a late verdict on an earlier event: an approval of this
+    /// call never lifts them, since the human did not see them.
+    pub const LATE_FINDING_TAG: &str = "late_finding";
+}
+
 /// The complete answer for one event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {

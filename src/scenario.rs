@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::decision::{Action, Decision, RiskLevel, Status};
-use crate::engine::CallMeta;
-use crate::engine::pipeline::{Options, Runtime, decide};
+use crate::engine::pipeline::Runtime;
+use crate::engine::{Call, Gate};
 use crate::event::{Context, Event, EventKind, Message, PlannedAction};
 use crate::policy::Policy;
 
@@ -353,16 +353,24 @@ pub async fn run(files: &[PathBuf], policy: &Arc<Policy>, rt: &Runtime) -> Repor
                     continue;
                 }
             };
-            let fresh = rt.with_fresh_sessions();
-            let (_, d) = decide(
-                event,
-                policy,
-                &fresh,
-                &CallMeta::default(),
-                0,
-                Options::default(),
-            )
-            .await;
+            let gate = Gate::new(Arc::new(rt.with_fresh_sessions()));
+            let call = Call {
+                policy: policy.clone(),
+                parent: Default::default(),
+                start: std::time::Instant::now(),
+                size: 0,
+            };
+            let d = match gate
+                .decide(event, call, crate::decision::Decision::clone)
+                .await
+            {
+                Ok((d, _)) => d,
+                Err(e) => {
+                    report.failed += 1;
+                    report.failures.push(format!("{name}: {}: {e}", case.name));
+                    continue;
+                }
+            };
             let bad = check(&case.expect, &d);
             if bad.is_empty() {
                 report.passed += 1;

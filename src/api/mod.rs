@@ -1,5 +1,6 @@
-//! tonic service implementations: validate the request into an `Event` at the edge, evaluate
-//! it on the current policy snapshot, and answer with the Decision.
+//! tonic service implementations: the GuardService edge. Each handler converts the request
+//! into an `Event` and a `Call`, goes through the engine's front door (`Gate`), and converts
+//! the Decision back; nothing here decides or records.
 
 pub mod convert;
 pub mod shed;
@@ -7,29 +8,26 @@ pub mod status;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::{broadcast, watch};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::decision::{Action, Decision};
-use crate::engine::pipeline::{self, Options, Runtime};
-use crate::engine::{self, CallMeta};
+use crate::engine::gate::ChunkAnswer;
+use crate::engine::{Call, Gate};
 use crate::event::Event;
-use crate::policy::Policy;
 use crate::policy::store::PolicyStore;
 use crate::proto;
 use crate::proto::guard_service_server::GuardService;
 use crate::session::PauseError;
-use crate::stream::StreamGuard;
-use crate::telemetry::{CallStart, Telemetry, trace};
+use crate::telemetry::trace;
 use status::ApiError;
 
 #[derive(Clone)]
 pub struct Guard {
     store: Arc<PolicyStore>,
-    telemetry: Arc<Telemetry>,
-    runtime: Arc<Runtime>,
+    gate: Gate,
     /// Turns true when the server stops: streams that would otherwise never end close.
     shutdown: watch::Receiver<bool>,
     /// When set, ResolvePause needs it in `x-toolgate-approver-token`: the agent shares
@@ -45,15 +43,13 @@ pub const APPROVER_TOKEN_ENV: &str = "TOOLGATE_APPROVER_TOKEN";
 impl Guard {
     pub fn new(
         store: Arc<PolicyStore>,
-        telemetry: Arc<Telemetry>,
-        runtime: Arc<Runtime>,
+        gate: Gate,
         shutdown: watch::Receiver<bool>,
         approver_token: Option<String>,
     ) -> Guard {
         Guard {
             store,
-            telemetry,
-            runtime,
+            gate,
             shutdown,
             approver_token: approver_token.filter(|t| !t.is_empty()).map(Arc::from),
         }
@@ -83,43 +79,31 @@ impl Guard {
         }
     }
 
-    /// Decides, traces, converts and records in a task of its own: a caller that cancels
-    /// mid-call (while deep rules are awaited) cannot make the decision, its span or its
-    /// log line vanish.
-    async fn decide(
+    /// The front door for one event; the answer is the wire Decision.
+    async fn decide<R: prost::Message>(
         &self,
-        event: Event,
-        policy: Arc<Policy>,
-        meta: CallMeta,
-        start: CallStart,
-        parent: opentelemetry::Context,
-        size: usize,
+        req: Request<R>,
+        convert: fn(R) -> Result<Event, ApiError>,
     ) -> Result<proto::Decision, Status> {
-        let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
-        tokio::spawn(async move {
-            // The span's ids are chosen now, so the call's deep-rule spans can be its
-            // children; the span itself is built on the writer thread, off this one.
-            let chosen = telemetry.tracing.choose(&parent);
-            let meta = CallMeta {
-                span: chosen.clone(),
-                ..meta
-            };
-            let (event, d) =
-                pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            telemetry.record(event, d, &policy, start, &parent, chosen, convert::decision)
-        })
-        .await
-        .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))
+        let start = Instant::now();
+        let policy = self.store.load();
+        let parent = trace::parent_from_metadata(req.metadata());
+        let msg = req.into_inner();
+        let size = convert::check_size(&msg, policy.max_message_bytes)?;
+        let event = convert(msg)?;
+        let call = Call {
+            policy,
+            parent,
+            start,
+            size,
+        };
+        let (wire, _) = self
+            .gate
+            .decide(event, call, convert::decision)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(wire)
     }
-}
-
-fn call_meta<T>(req: &Request<T>) -> (opentelemetry::Context, CallMeta) {
-    let parent = trace::parent_from_metadata(req.metadata());
-    let meta = CallMeta {
-        trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-        span: None,
-    };
-    (parent, meta)
 }
 
 type ChunkStream =
@@ -131,17 +115,9 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallStartRequest>,
     ) -> Result<Response<proto::ToolCallStartResponse>, Status> {
-        let start = CallStart::now();
-        let policy = self.store.load();
-        let (parent, meta) = call_meta(&req);
-        let msg = req.into_inner();
-        let size = convert::check_size(&msg, policy.max_message_bytes)?;
-        let event = convert::tool_call_start(msg)?;
-        let wire = self
-            .decide(event, policy, meta, start, parent, size)
-            .await?;
+        let decision = self.decide(req, convert::tool_call_start).await?;
         Ok(Response::new(proto::ToolCallStartResponse {
-            decision: Some(wire),
+            decision: Some(decision),
         }))
     }
 
@@ -149,17 +125,9 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ToolCallResultRequest>,
     ) -> Result<Response<proto::ToolCallResultResponse>, Status> {
-        let start = CallStart::now();
-        let policy = self.store.load();
-        let (parent, meta) = call_meta(&req);
-        let msg = req.into_inner();
-        let size = convert::check_size(&msg, policy.max_message_bytes)?;
-        let event = convert::tool_call_result(msg)?;
-        let wire = self
-            .decide(event, policy, meta, start, parent, size)
-            .await?;
+        let decision = self.decide(req, convert::tool_call_result).await?;
         Ok(Response::new(proto::ToolCallResultResponse {
-            decision: Some(wire),
+            decision: Some(decision),
         }))
     }
 
@@ -167,17 +135,9 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::LlmBeforeRequest>,
     ) -> Result<Response<proto::LlmBeforeResponse>, Status> {
-        let start = CallStart::now();
-        let policy = self.store.load();
-        let (parent, meta) = call_meta(&req);
-        let msg = req.into_inner();
-        let size = convert::check_size(&msg, policy.max_message_bytes)?;
-        let event = convert::llm_before(msg)?;
-        let wire = self
-            .decide(event, policy, meta, start, parent, size)
-            .await?;
+        let decision = self.decide(req, convert::llm_before).await?;
         Ok(Response::new(proto::LlmBeforeResponse {
-            decision: Some(wire),
+            decision: Some(decision),
         }))
     }
 
@@ -190,39 +150,20 @@ impl GuardService for Guard {
         req: Request<Streaming<proto::StreamLlmChunksRequest>>,
     ) -> Result<Response<Self::StreamLlmChunksStream>, Status> {
         // One policy version for the whole stream, like any other call.
-        let policy = self.store.load();
-        let (parent, meta) = call_meta(&req);
+        let mut chunks = self.gate.stream(
+            self.store.load(),
+            trace::parent_from_metadata(req.metadata()),
+        );
         let mut inbound = req.into_inner();
-        let telemetry = self.telemetry.clone();
-        let sessions = self.runtime.sessions.clone();
         let out = async_stream(move |tx| async move {
-            let mut guard: Option<StreamGuard> = None;
-            // Set when the stream's session has reached its strike limit: the first chunk
-            // is answered with a STOP and nothing is released.
-            let mut struck_out = None;
-            // Each chunk's decision is recorded like a unary call's, span ids chosen now.
-            let record_chunk = |released, decision, start| {
-                let chosen = telemetry.tracing.choose(&parent);
-                telemetry.record(
-                    released,
-                    decision,
-                    &policy,
-                    start,
-                    &parent,
-                    chosen,
-                    convert::decision,
-                )
-            };
+            let limit = chunks.policy().max_message_bytes;
             loop {
                 let msg = match inbound.next().await {
                     None => break,
                     Some(Ok(m)) => m,
                     Some(Err(s)) => {
                         let err = if s.code() == tonic::Code::OutOfRange {
-                            Status::from(ApiError::TooLarge {
-                                size: 0,
-                                limit: policy.max_message_bytes,
-                            })
+                            Status::from(ApiError::TooLarge { size: 0, limit })
                         } else {
                             s
                         };
@@ -230,75 +171,32 @@ impl GuardService for Guard {
                         return;
                     }
                 };
-                if let Err(e) = convert::check_size(&msg, policy.max_message_bytes) {
+                if let Err(e) = convert::check_size(&msg, limit) {
                     let _ = tx.send(Err(Status::from(e))).await;
                     return;
                 }
-                let start = CallStart::now();
-                if guard.is_none() {
+                let start = Instant::now();
+                if !chunks.is_open() {
                     match convert::context(msg.context.clone()) {
-                        Ok(ctx) => {
-                            if !ctx.session_id.is_empty() {
-                                let snap = sessions.touch(&ctx.session_id, &policy.sessions);
-                                struck_out = pipeline::strike_hit(&policy, snap.strikes);
-                            }
-                            guard = Some(StreamGuard::new(ctx));
-                        }
+                        Ok(ctx) => chunks.open(ctx),
                         Err(e) => {
                             let _ = tx.send(Err(Status::from(e))).await;
                             return;
                         }
                     }
                 }
-                let Some(g) = guard.as_mut() else {
+                let Some(a) = chunks.push(&msg.chunk, msg.r#final, start, convert::decision) else {
                     return;
                 };
-                let mut step = g.push(&msg.chunk, msg.r#final, &policy, &meta);
-                let released = g.released_event(&step);
-                let stop_now = struck_out.take().map(|hit| {
-                    step.decision.hits.push(hit);
-                    engine::settle(&mut step.decision, &released, &policy, 1);
-                    step.released_text.clear();
-                });
-                // A chunk's effects count for its session like any event's.
-                let sid = &released.context.session_id;
-                if !sid.is_empty() {
-                    let e = step.decision.effects;
-                    sessions.apply_effects(sid, e.strikes, e.flag_trajectory, false);
-                }
-                let wire = record_chunk(released, step.decision, start);
-                let resp = proto::StreamLlmChunksResponse {
-                    decision: Some(wire),
-                    released_text: step.released_text,
-                    held_bytes: if stop_now.is_some() {
-                        0
-                    } else {
-                        step.held_bytes as u32
-                    },
-                };
-                if tx.send(Ok(resp)).await.is_err() {
-                    return;
-                }
-                if stop_now.is_some() || g.is_stopped() || msg.r#final {
+                let done = a.done;
+                if tx.send(Ok(chunk_response(a))).await.is_err() || done {
                     return;
                 }
             }
             // The client closed its side without `final`: release what is held so no text is
             // silently dropped.
-            if let Some(g) = guard.as_mut()
-                && !g.is_stopped()
-            {
-                let start = CallStart::now();
-                let step = g.push("", true, &policy, &meta);
-                let released = g.released_event(&step);
-                let wire = record_chunk(released, step.decision, start);
-                let _ = tx
-                    .send(Ok(proto::StreamLlmChunksResponse {
-                        decision: Some(wire),
-                        released_text: step.released_text,
-                        held_bytes: 0,
-                    }))
-                    .await;
+            if let Some(a) = chunks.close(convert::decision) {
+                let _ = tx.send(Ok(chunk_response(a))).await;
             }
         });
         Ok(Response::new(Box::pin(out)))
@@ -308,23 +206,36 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::FilterCandidatesRequest>,
     ) -> Result<Response<proto::FilterCandidatesResponse>, Status> {
-        let start = CallStart::now();
+        let start = Instant::now();
         let policy = self.store.load();
-        let (parent, meta) = call_meta(&req);
+        let parent = trace::parent_from_metadata(req.metadata());
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let events = convert::candidates(msg)?;
-        let (rt, telemetry) = (self.runtime.clone(), self.telemetry.clone());
-        // One task for the whole set, for the same reason as `decide`.
-        let resp = tokio::spawn(async move {
-            filter_candidates(
-                events, &policy, &rt, &telemetry, &meta, size, start, &parent,
-            )
+        let call = Call {
+            policy,
+            parent,
+            start,
+            size,
+        };
+        let set = self
+            .gate
+            .candidates(events, call, convert::decision)
             .await
-        })
-        .await
-        .map_err(|e| Status::from(ApiError::Internal(format!("decision task failed: {e}"))))?;
-        Ok(Response::new(resp))
+            .map_err(ApiError::from)?;
+        Ok(Response::new(proto::FilterCandidatesResponse {
+            decisions: set.decisions,
+            allowed_indices: set.allowed,
+            retry: set.retry.map(|r| proto::RetrySpec {
+                corrective_message: r.corrective_message,
+                attempt: r.attempt,
+                max_attempts: r.max_attempts,
+            }),
+            escalation: set
+                .escalation
+                .map(|a| convert::action(a) as i32)
+                .unwrap_or_default(),
+        }))
     }
 
     async fn resolve_pause(
@@ -350,16 +261,17 @@ impl GuardService for Guard {
                 .into());
             }
         };
-        let sessions = &self.runtime.sessions;
+        let sessions = &self.gate.sessions();
         let p = sessions
             .resolve(&r.pause_id, approve, r.approver.trim(), r.note.trim())
             .map_err(|e| match e {
                 PauseError::NotFound(_) => ApiError::NotFound(e.to_string()),
                 PauseError::AlreadyResolved { .. } => ApiError::Conflict(e.to_string()),
             })?;
-        self.telemetry
-            .metrics
-            .set_pauses_pending(sessions.pending_pauses() as i64);
+        self.gate
+            .runtime()
+            .recorder
+            .pauses_pending(sessions.pending_pauses());
         tracing::info!(
             pause_id = %p.id,
             session = %p.session_id,
@@ -380,8 +292,8 @@ impl GuardService for Guard {
         let r = req.into_inner();
         let session = (!r.session_id.is_empty()).then_some(r.session_id.as_str());
         let pauses = self
-            .runtime
-            .sessions
+            .gate
+            .sessions()
             .list_pauses(session)
             .iter()
             .map(|(p, state)| convert::pause(p, *state))
@@ -397,7 +309,7 @@ impl GuardService for Guard {
         if r.session_id.is_empty() {
             return Err(ApiError::invalid("session_id", "must not be empty").into());
         }
-        let sessions = &self.runtime.sessions;
+        let sessions = &self.gate.sessions();
         let s = sessions
             .get(&r.session_id)
             .ok_or_else(|| ApiError::NotFound("no session with that id".into()))?;
@@ -417,7 +329,7 @@ impl GuardService for Guard {
         req: Request<proto::WatchFindingsRequest>,
     ) -> Result<Response<Self::WatchFindingsStream>, Status> {
         let session = req.into_inner().session_id;
-        let mut rx = self.runtime.sessions.subscribe();
+        let mut rx = self.gate.sessions().subscribe();
         let mut stop = self.shutdown.clone();
         let out = async_stream(move |tx| async move {
             loop {
@@ -459,72 +371,12 @@ impl GuardService for Guard {
     }
 }
 
-/// Decides every candidate, then, when all are filtered, the guidance to regenerate them,
-/// counted against the step's attempts like any RETRY.
-#[allow(clippy::too_many_arguments)]
-async fn filter_candidates(
-    events: Vec<Event>,
-    policy: &Arc<Policy>,
-    rt: &Runtime,
-    telemetry: &Telemetry,
-    meta: &CallMeta,
-    size: usize,
-    start: CallStart,
-    parent: &opentelemetry::Context,
-) -> proto::FilterCandidatesResponse {
-    let sid = events
-        .first()
-        .map(|e| e.context.session_id.clone())
-        .unwrap_or_default();
-    let opts = Options {
-        candidate_of: Some(Arc::new(rt.sessions.take_late_findings(&sid))),
-    };
-    let mut resp = proto::FilterCandidatesResponse::default();
-    let mut first_filtered: Option<(Event, Decision)> = None;
-    let (mut strikes, mut flag) = (0, false);
-    for (i, event) in events.into_iter().enumerate() {
-        let chosen = telemetry.tracing.choose(parent);
-        let meta = CallMeta {
-            span: chosen.clone(),
-            ..meta.clone()
-        };
-        let (event, d) = pipeline::decide(event, policy, rt, &meta, size, opts.clone()).await;
-        strikes = strikes.max(d.effects.strikes);
-        flag |= d.effects.flag_trajectory;
-        let allowed = matches!(d.action, Action::Allow | Action::Redact);
-        if allowed {
-            resp.allowed_indices.push(i as u32);
-        } else if first_filtered.is_none() {
-            first_filtered = Some((event.clone(), d.clone()));
-        }
-        resp.decisions.push(telemetry.record(
-            event,
-            d,
-            policy,
-            start,
-            parent,
-            chosen,
-            convert::decision,
-        ));
+fn chunk_response(a: ChunkAnswer<proto::Decision>) -> proto::StreamLlmChunksResponse {
+    proto::StreamLlmChunksResponse {
+        decision: Some(a.decision),
+        released_text: a.released_text,
+        held_bytes: a.held_bytes as u32,
     }
-    // One set, one regeneration: its strikes count once, like its retry attempt.
-    if !sid.is_empty() {
-        rt.sessions.apply_effects(&sid, strikes, flag, false);
-    }
-    if resp.allowed_indices.is_empty()
-        && let Some((event, d)) = first_filtered
-    {
-        let (retry, escalation) = pipeline::regenerate(&event, &d, policy, rt);
-        resp.retry = Some(proto::RetrySpec {
-            corrective_message: retry.corrective_message,
-            attempt: retry.attempt,
-            max_attempts: retry.max_attempts,
-        });
-        resp.escalation = escalation
-            .map(|a| convert::action(a) as i32)
-            .unwrap_or_default();
-    }
-    resp
 }
 
 /// Runs `f` as a task feeding a bounded channel, and returns the receiving side as a stream.

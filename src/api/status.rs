@@ -57,6 +57,12 @@ impl From<ApiError> for Status {
     }
 }
 
+impl From<crate::engine::gate::GateError> for ApiError {
+    fn from(e: crate::engine::gate::GateError) -> ApiError {
+        ApiError::Internal(e.to_string())
+    }
+}
+
 impl ApiError {
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> ApiError {
         ApiError::InvalidArgument {

@@ -11,7 +11,13 @@ use std::time::SystemTime;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{DeepError, DeepInput, DeepRule, Verdict};
-use crate::telemetry::metrics::Metrics;
+
+/// What the pool reports: its queue depth and each job's outcome. Implemented by whoever
+/// counts them (the metrics), so the pool knows no metrics registry.
+pub trait PoolObserver: Send + Sync {
+    fn queue_depth(&self, depth: i64);
+    fn job(&self, rule: &str, outcome: &str);
+}
 
 /// The most text one job carries. Every built-in rule reads less than this (the verifier
 /// 32 KiB, the classifier 64 KiB, the heuristics 256 KiB), so nothing they use is lost.
@@ -52,7 +58,7 @@ pub struct DeepPool {
     tx: mpsc::Sender<Job>,
     depth: Arc<AtomicI64>,
     cache: Arc<Mutex<VerdictCache>>,
-    metrics: Option<Arc<Metrics>>,
+    observer: Option<Arc<dyn PoolObserver>>,
     capacity: usize,
     workers: usize,
     /// Load time of the policy this pool was sized for.
@@ -76,7 +82,7 @@ impl DeepPool {
         workers: usize,
         capacity: usize,
         sized_for: SystemTime,
-        metrics: Option<Arc<Metrics>>,
+        observer: Option<Arc<dyn PoolObserver>>,
     ) -> Arc<DeepPool> {
         let workers = workers.max(1);
         let capacity = capacity.max(1);
@@ -89,14 +95,14 @@ impl DeepPool {
                 rx.clone(),
                 depth.clone(),
                 cache.clone(),
-                metrics.clone(),
+                observer.clone(),
             ));
         }
         Arc::new(DeepPool {
             tx,
             depth,
             cache,
-            metrics,
+            observer,
             capacity,
             workers,
             sized_for,
@@ -165,14 +171,14 @@ impl DeepPool {
     }
 
     fn count(&self, rule: &str, outcome: &str) {
-        if let Some(m) = &self.metrics {
-            m.deep_job(rule, outcome);
+        if let Some(m) = &self.observer {
+            m.job(rule, outcome);
         }
     }
 
     fn publish_depth(&self) {
-        if let Some(m) = &self.metrics {
-            m.set_deep_queue_depth(self.depth());
+        if let Some(m) = &self.observer {
+            m.queue_depth(self.depth());
         }
     }
 }
@@ -181,7 +187,7 @@ async fn worker(
     rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>,
     depth: Arc<AtomicI64>,
     cache: Arc<Mutex<VerdictCache>>,
-    metrics: Option<Arc<Metrics>>,
+    observer: Option<Arc<dyn PoolObserver>>,
 ) {
     loop {
         // The lock is held only while waiting for the next job, never while running one.
@@ -193,8 +199,8 @@ async fn worker(
             return;
         };
         let d = depth.fetch_sub(1, Ordering::Relaxed) - 1;
-        if let Some(m) = &metrics {
-            m.set_deep_queue_depth(d);
+        if let Some(m) = &observer {
+            m.queue_depth(d);
         }
         let started = SystemTime::now();
         let result = run(job.rule.clone(), job.input.clone()).await;
@@ -203,8 +209,8 @@ async fn worker(
             Err(DeepError::Timeout(_)) => "timeout",
             Err(_) => "error",
         };
-        if let Some(m) = &metrics {
-            m.deep_job(job.rule.id(), outcome);
+        if let Some(m) = &observer {
+            m.job(job.rule.id(), outcome);
         }
         if let Some(f) = job.finished {
             f(outcome, started);

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::decision::{Action, RiskLevel, Status};
 use crate::event::Context;
+use crate::event::EventKind;
 use crate::policy::{compile, default_policy};
 use serde_json::json;
 

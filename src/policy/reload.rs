@@ -15,12 +15,18 @@ use super::store::PolicyStore;
 /// minute; a one-second poll costs one small read.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
+/// What a reload reports: the policy now serving, or a rejected pack. Implemented by
+/// whoever counts reloads (the metrics), so policy knows no metrics registry.
+pub trait ReloadObserver: Send + Sync {
+    fn loaded(&self, policy: &super::Policy);
+    fn failed(&self);
+}
+
 pub struct Reloader {
     pub path: PathBuf,
     pub env: Option<String>,
     pub store: Arc<PolicyStore>,
-    /// Reload outcomes and the policy-info series go to metrics when present.
-    pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    pub observer: Option<Arc<dyn ReloadObserver>>,
 }
 
 fn digest(bytes: &[u8]) -> [u8; 32] {
@@ -40,9 +46,8 @@ impl Reloader {
                     version = %policy.version_tag(),
                     "policy reloaded"
                 );
-                if let Some(t) = &self.telemetry {
-                    t.metrics.set_policy(&policy);
-                    t.metrics.reload(true);
+                if let Some(o) = &self.observer {
+                    o.loaded(&policy);
                 }
                 self.store.swap(policy);
                 true
@@ -50,8 +55,8 @@ impl Reloader {
             Err(e) => {
                 tracing::error!(error = %e, "policy reload rejected; keeping the current policy");
                 self.store.record_failure(e.to_string());
-                if let Some(t) = &self.telemetry {
-                    t.metrics.reload(false);
+                if let Some(o) = &self.observer {
+                    o.failed();
                 }
                 false
             }

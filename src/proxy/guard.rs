@@ -7,8 +7,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::SpanContext;
 use serde_json::Value;
+use std::time::Instant as CallInstant;
 use tokio::time::Instant;
 
 use super::Verdict;
@@ -20,11 +20,9 @@ use super::outstanding::CallKey;
 use super::sse::{self, SseEvent};
 use super::upstream::{content_type, end_to_end, read_reply, upstream_headers};
 use crate::decision::Action;
-use crate::engine::CallMeta;
-use crate::engine::pipeline::{self, Options};
+use crate::engine::{Call, SpanIds, TraceParent};
 use crate::event::{Context, Event, EventKind};
 use crate::policy::Policy;
-use crate::telemetry::CallStart;
 use crate::telemetry::trace::{self, ClientSpan};
 
 /// A forwarded tool call whose reply is awaited: what the reply is guarded with.
@@ -33,7 +31,7 @@ pub(super) struct Awaited {
     pub(super) call: ToolCall,
     pub(super) context: Context,
     pub(super) policy: Arc<Policy>,
-    pub(super) parent: opentelemetry::Context,
+    pub(super) parent: TraceParent,
 }
 
 impl Awaited {
@@ -44,7 +42,7 @@ impl Awaited {
         reply: &Value,
         context: &Context,
         policy: &Arc<Policy>,
-        parent: &opentelemetry::Context,
+        parent: &TraceParent,
     ) -> Option<Awaited> {
         let id = reply.get("id")?;
         (is_tool_result(reply) || carries_error_text(reply)).then(|| Awaited {
@@ -88,7 +86,7 @@ impl McpProxy {
         mut call: ToolCall,
         body: Bytes,
         policy: Arc<Policy>,
-        start: CallStart,
+        start: CallInstant,
     ) -> Result<Response, ProxyError> {
         let context = context(&headers, &call.id)?;
         let parent = trace::parent_from_headers(&headers);
@@ -288,7 +286,7 @@ impl McpProxy {
             .judge(
                 event,
                 a.policy.clone(),
-                CallStart::now(),
+                CallInstant::now(),
                 a.parent.clone(),
                 size,
             )
@@ -303,32 +301,21 @@ impl McpProxy {
         &self,
         event: Event,
         policy: Arc<Policy>,
-        start: CallStart,
-        parent: opentelemetry::Context,
+        start: CallInstant,
+        parent: TraceParent,
         size: usize,
-    ) -> Result<(Verdict, Option<SpanContext>), ProxyError> {
-        let (rt, telemetry) = (self.0.runtime.clone(), self.0.telemetry.clone());
-        tokio::spawn(async move {
-            let chosen = telemetry.tracing.choose(&parent);
-            let meta = CallMeta {
-                trace_id: trace::parent_trace_id(&parent).unwrap_or_default(),
-                span: chosen.clone(),
-            };
-            let (event, d) =
-                pipeline::decide(event, &policy, &rt, &meta, size, Options::default()).await;
-            let verdict = telemetry.record(
-                event,
-                d,
-                &policy,
-                start,
-                &parent,
-                chosen.clone(),
-                Verdict::of,
-            );
-            (verdict, chosen)
-        })
-        .await
-        .map_err(|e| decision_failed(&e))
+    ) -> Result<(Verdict, Option<SpanIds>), ProxyError> {
+        let call = Call {
+            policy,
+            parent,
+            start,
+            size,
+        };
+        self.0
+            .gate
+            .decide(event, call, Verdict::of)
+            .await
+            .map_err(|e| ProxyError::Internal(e.to_string()))
     }
 
     /// The event to send for `ev` when it carries a reply that `awaited_for` names a call
@@ -390,17 +377,6 @@ impl McpProxy {
 /// The tool name of a resumed reply whose call the proxy does not remember.
 const UNKNOWN_TOOL: &str = "unknown";
 
-/// A decision task that did not finish. Its panic message stays out of the answer: it may
-/// quote the text being judged (a string sliced out of bounds prints the string).
-fn decision_failed(e: &tokio::task::JoinError) -> ProxyError {
-    let why = if e.is_panic() {
-        "the decision task panicked"
-    } else {
-        "the decision task was cancelled"
-    };
-    ProxyError::Internal(why.into())
-}
-
 /// Shaped like a tool result: `result.content` is a list.
 fn is_tool_result(reply: &Value) -> bool {
     reply
@@ -422,17 +398,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[tokio::test]
-    async fn a_failed_decision_does_not_quote_its_panic() {
-        let secret = "AKIAIOSFODNN7EXAMPLE";
-        let e = tokio::spawn(async move { panic!("byte index 3 is out of bounds of `{secret}`") })
-            .await
-            .unwrap_err();
-        assert!(e.to_string().contains(secret), "tokio quotes the panic");
-        let msg = decision_failed(&e).to_string();
-        assert_eq!(msg, "internal error: the decision task panicked");
-    }
 
     #[test]
     fn replies_that_may_carry_tool_output_are_known_by_shape() {

@@ -24,9 +24,9 @@ use super::guard::Awaited;
 use super::jsonrpc::{self, Incoming};
 use super::outstanding::Outstanding;
 use super::upstream::{Upstream, upstream_headers};
-use crate::engine::pipeline::Runtime;
+use crate::engine::Gate;
 use crate::policy::store::PolicyStore;
-use crate::telemetry::{CallStart, Telemetry};
+use crate::telemetry::Telemetry;
 
 /// `--mcp-listen`, `--mcp-upstream` and how long the upstream may take to answer.
 #[derive(Clone)]
@@ -77,8 +77,9 @@ const OUTSTANDING_TTL: Duration = Duration::from_secs(3600);
 
 pub(super) struct Inner {
     pub(super) store: Arc<PolicyStore>,
+    /// For the upstream call's client span; decisions are recorded by the gate.
     pub(super) telemetry: Arc<Telemetry>,
-    pub(super) runtime: Arc<Runtime>,
+    pub(super) gate: Gate,
     pub(super) upstream: Upstream,
     pub(super) outstanding: Outstanding<Awaited>,
     /// Turns true when the server stops: server-to-client streams, which never end by
@@ -96,13 +97,13 @@ impl McpProxy {
         cfg: &McpConfig,
         store: Arc<PolicyStore>,
         telemetry: Arc<Telemetry>,
-        runtime: Arc<Runtime>,
+        gate: Gate,
         shutdown: watch::Receiver<bool>,
     ) -> Result<McpProxy, McpConfigError> {
         Ok(McpProxy(Arc::new(Inner {
             store,
             telemetry,
-            runtime,
+            gate,
             upstream: Upstream::new(cfg)?,
             outstanding: Outstanding::new(OUTSTANDING_CALLS, OUTSTANDING_TTL),
             shutdown,
@@ -124,7 +125,7 @@ impl McpProxy {
     }
 
     async fn serve(&self, req: Request) -> Result<Response, ProxyError> {
-        let start = CallStart::now();
+        let start = std::time::Instant::now();
         // One policy version for the request, its reply included.
         let policy = self.0.store.load();
         let (parts, body) = req.into_parts();

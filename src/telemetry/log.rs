@@ -568,7 +568,7 @@ fn write_one<'w>(
     let mut hex = [0; 16];
     let span_id = span
         .as_ref()
-        .map_or("", |s| hex_into(&s.context.span_id().to_bytes(), &mut hex));
+        .map_or("", |s| hex_into(&s.ids.span_id, &mut hex));
     if let Some(out) = out {
         line.clear();
         let time = crate::telemetry::trace::wall_time(at, now);
@@ -836,20 +836,20 @@ mod tests {
             let direct: Value =
                 serde_json::from_str(&log.line(&e, &d, &p, "00f067aa0ba902b7")).unwrap();
             let span = PendingSpan {
-                context: opentelemetry::trace::SpanContext::new(
-                    opentelemetry::trace::TraceId::from_hex(&d.trace_id).unwrap(),
-                    opentelemetry::trace::SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-                    opentelemetry::trace::TraceFlags::SAMPLED,
-                    false,
-                    opentelemetry::trace::TraceState::default(),
-                ),
-                parent: opentelemetry::Context::new(),
+                ids: crate::engine::SpanIds {
+                    trace_id: opentelemetry::trace::TraceId::from_hex(&d.trace_id)
+                        .unwrap()
+                        .to_bytes(),
+                    span_id: [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7],
+                    flags: 1,
+                },
+                parent: Default::default(),
                 start: std::time::Instant::now(),
                 end: std::time::Instant::now(),
             };
             let (e2, d2, p2, _, span) =
                 crate::telemetry::spool::crossed(e, d, p.clone(), Some(span));
-            let span_id = span.unwrap().context.span_id().to_string();
+            let span_id = crate::engine::gate::hex(&span.unwrap().ids.span_id);
             let crossed: Value = serde_json::from_str(&log.line(&e2, &d2, &p2, &span_id)).unwrap();
             let strip = |mut v: Value| {
                 v.as_object_mut().unwrap().remove("time");

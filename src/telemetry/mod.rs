@@ -9,29 +9,17 @@ mod spool;
 pub mod trace;
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use crate::decision::Decision;
-use crate::event::Event;
+use crate::deep::pool::PoolObserver;
+use crate::engine::gate::{DeepJob, Finished};
+use crate::engine::{Recorder, SpanIds, TraceParent};
 use crate::policy::Policy;
+use crate::policy::reload::ReloadObserver;
 
 pub struct Telemetry {
     pub metrics: Arc<metrics::Metrics>,
     pub log: log::DecisionLog,
     pub tracing: trace::Tracing,
-}
-
-/// When a call started, by the monotonic clock only: the request thread reads no wall clock,
-/// and the writer thread turns the span's instants into wall time (`trace::wall_time`).
-#[derive(Debug, Clone, Copy)]
-pub struct CallStart {
-    pub at: Instant,
-}
-
-impl CallStart {
-    pub fn now() -> CallStart {
-        CallStart { at: Instant::now() }
-    }
 }
 
 impl Telemetry {
@@ -45,47 +33,85 @@ impl Telemetry {
             tracing,
         })
     }
+}
 
-    /// Records one decision: counts it, fills its trace id from the span ids chosen at the
-    /// start of the call (`Tracing::choose`) when the caller sent none, and hands the log
-    /// line and the span to the writer thread, which builds both. `view` sees the finished
-    /// decision first (the wire form is built there), so nothing is copied. There is no
-    /// await between the decision and this call, so a caller that cancels mid-call cannot
-    /// skip it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record<T>(
-        &self,
-        event: Event,
-        mut d: Decision,
-        policy: &Arc<Policy>,
-        start: CallStart,
-        parent: &opentelemetry::Context,
-        chosen: Option<opentelemetry::trace::SpanContext>,
-        view: impl FnOnce(&Decision) -> T,
-    ) -> T {
-        if let Some(sc) = &chosen
-            && d.trace_id.is_empty()
-        {
-            d.trace_id = log::lower_hex(&sc.trace_id().to_bytes());
-        }
-        let out = view(&d);
-        // One clock read ends the call, answer built, for the span and the duration metric.
-        let end = Instant::now();
-        let span = chosen.map(|sc| trace::PendingSpan {
-            context: sc,
-            parent: parent.clone(),
-            start: start.at,
+/// The engine reports here: each finished decision is counted, and its log line and span
+/// are handed to the writer thread, which builds both. The request thread reads only the
+/// monotonic clock; the writer turns the span's instants into wall time.
+impl Recorder for Telemetry {
+    fn open(&self, parent: &TraceParent) -> Option<SpanIds> {
+        self.tracing.choose(parent)
+    }
+
+    fn decision(&self, done: Finished) {
+        let Finished {
+            event,
+            decision,
+            policy,
+            parent,
+            span,
+            start,
+            end,
+        } = done;
+        let span = span.map(|ids| trace::PendingSpan {
+            ids,
+            parent,
+            start,
             end,
         });
         self.metrics.record(
             event.kind,
-            &d,
+            &decision,
             policy.mode,
-            end.saturating_duration_since(start.at),
+            end.saturating_duration_since(start),
         );
-        if !self.log.record(event, d, policy.clone(), end, span) {
+        if !self.log.record(event, decision, policy, end, span) {
             self.metrics.decision_log_dropped();
         }
-        out
+    }
+
+    fn deep_job(&self, job: &DeepJob<'_>) {
+        self.tracing.deep_span(
+            &job.decision_span,
+            job.rule,
+            job.outcome,
+            job.decision_id,
+            job.queued,
+            job.started,
+            job.ended,
+        );
+    }
+
+    fn sessions(&self, active: usize, evicted: u64) {
+        self.metrics.set_sessions(active as i64, evicted);
+    }
+
+    fn pauses_pending(&self, pending: usize) {
+        self.metrics.set_pauses_pending(pending as i64);
+    }
+
+    fn deep_wait_timeout(&self) {
+        self.metrics.deep_wait_timeout();
+    }
+}
+
+impl PoolObserver for Telemetry {
+    fn queue_depth(&self, depth: i64) {
+        self.metrics.set_deep_queue_depth(depth);
+    }
+
+    fn job(&self, rule: &str, outcome: &str) {
+        self.metrics.deep_job(rule, outcome);
+    }
+}
+
+impl ReloadObserver for Telemetry {
+    fn loaded(&self, policy: &Policy) {
+        self.metrics.set_policy(policy);
+        self.metrics.reload(true);
+    }
+
+    fn failed(&self) {
+        self.metrics.reload(false);
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{
-    Span, SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
+    Span, SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, Tracer,
     TracerProvider,
 };
 use opentelemetry::{Context, KeyValue};
@@ -16,6 +16,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider};
 
 use crate::decision::{Decision, RiskLevel};
+use crate::engine::{SpanIds, TraceParent};
 use crate::event::Event;
 
 /// Where spans go. Built from the standard `OTEL_*` variables by `from_env`.
@@ -84,10 +85,46 @@ impl IdGenerator for ChosenIds {
 /// A decision span to be built off the request thread: its ids, its parent and when it ran,
 /// by the monotonic clock.
 pub struct PendingSpan {
-    pub context: SpanContext,
-    pub parent: Context,
+    pub ids: SpanIds,
+    pub parent: TraceParent,
     pub start: Instant,
     pub end: Instant,
+}
+
+/// The engine's span ids as an OpenTelemetry span context.
+pub fn span_context(ids: &SpanIds, remote: bool, state: &str) -> SpanContext {
+    SpanContext::new(
+        TraceId::from_bytes(ids.trace_id),
+        SpanId::from_bytes(ids.span_id),
+        TraceFlags::new(ids.flags),
+        remote,
+        state.parse().unwrap_or_default(),
+    )
+}
+
+/// The caller's span as an OpenTelemetry parent context (empty when it sent none).
+fn parent_context(p: &TraceParent) -> Context {
+    match &p.ids {
+        Some(ids) => Context::new().with_remote_span_context(span_context(ids, true, &p.state)),
+        None => Context::new(),
+    }
+}
+
+/// What a propagator extracted, as the engine's plain trace parent.
+fn trace_parent(cx: &Context) -> TraceParent {
+    let span = cx.span();
+    let sc = span.span_context();
+    if !sc.is_valid() {
+        return TraceParent::default();
+    }
+    TraceParent {
+        ids: Some(SpanIds {
+            trace_id: sc.trace_id().to_bytes(),
+            span_id: sc.span_id().to_bytes(),
+            flags: sc.trace_flags().to_u8(),
+        }),
+        state: sc.trace_state().header(),
+    }
 }
 
 /// The wall time of a monotonic instant already passed, against a pair of clock readings
@@ -117,8 +154,8 @@ impl Extractor for MetadataExtractor<'_> {
 }
 
 /// The caller's span context, or an empty context when the call carried none.
-pub fn parent_from_metadata(md: &tonic::metadata::MetadataMap) -> Context {
-    TraceContextPropagator::new().extract(&MetadataExtractor(md))
+pub fn parent_from_metadata(md: &tonic::metadata::MetadataMap) -> TraceParent {
+    trace_parent(&TraceContextPropagator::new().extract(&MetadataExtractor(md)))
 }
 
 /// Reads `traceparent`/`tracestate` from HTTP headers (proxy mode).
@@ -134,8 +171,8 @@ impl Extractor for HeaderExtractor<'_> {
 }
 
 /// The caller's span context from HTTP headers, or an empty context when it sent none.
-pub fn parent_from_headers(headers: &http::HeaderMap) -> Context {
-    TraceContextPropagator::new().extract(&HeaderExtractor(headers))
+pub fn parent_from_headers(headers: &http::HeaderMap) -> TraceParent {
+    trace_parent(&TraceContextPropagator::new().extract(&HeaderExtractor(headers)))
 }
 
 /// A client span around one call to an upstream server (proxy mode). Empty, and free, when
@@ -183,7 +220,7 @@ impl Tracing {
     /// then never called, so an untraced call builds nothing.
     pub fn client_span(
         &self,
-        decision: Option<&SpanContext>,
+        decision: Option<&SpanIds>,
         name: &'static str,
         attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> ClientSpan {
@@ -191,7 +228,7 @@ impl Tracing {
             return ClientSpan(None);
         };
         let tracer = provider.tracer("toolgate");
-        let parent = Context::new().with_remote_span_context(decision.clone());
+        let parent = Context::new().with_remote_span_context(span_context(decision, true, ""));
         let span = tracer
             .span_builder(name)
             .with_kind(SpanKind::Client)
@@ -240,23 +277,18 @@ impl Tracing {
     /// Chooses the decision span's ids now, on the request thread, so the decision, its log
     /// line and its deep-rule spans can name it; the span itself is built later by
     /// `build_decision_span`. `None` when tracing is off.
-    pub fn choose(&self, parent: &Context) -> Option<SpanContext> {
+    pub fn choose(&self, parent: &TraceParent) -> Option<SpanIds> {
         self.provider.as_ref()?;
         let ids = RandomIdGenerator::default();
-        let span = parent.span();
-        let psc = span.span_context();
-        let (trace_id, flags) = if psc.is_valid() {
-            (psc.trace_id(), psc.trace_flags())
-        } else {
-            (ids.new_trace_id(), TraceFlags::SAMPLED)
+        let (trace_id, flags) = match &parent.ids {
+            Some(p) => (p.trace_id, p.flags),
+            None => (ids.new_trace_id().to_bytes(), TraceFlags::SAMPLED.to_u8()),
         };
-        Some(SpanContext::new(
+        Some(SpanIds {
             trace_id,
-            ids.new_span_id(),
+            span_id: ids.new_span_id().to_bytes(),
             flags,
-            false,
-            TraceState::default(),
-        ))
+        })
     }
 
     /// Builds and ends a decision span with the ids chosen by `choose`; `tier` is the
@@ -274,12 +306,17 @@ impl Tracing {
             return;
         };
         let tracer = provider.tracer("toolgate");
-        CHOSEN.with(|c| c.set(Some((p.context.trace_id(), p.context.span_id()))));
+        CHOSEN.with(|c| {
+            c.set(Some((
+                TraceId::from_bytes(p.ids.trace_id),
+                SpanId::from_bytes(p.ids.span_id),
+            )))
+        });
         let span = tracer
             .span_builder("toolgate.evaluate")
             .with_kind(SpanKind::Internal)
             .with_start_time(wall_time(p.start, now))
-            .start_with_context(&tracer, &p.parent);
+            .start_with_context(&tracer, &parent_context(&p.parent));
         CHOSEN.with(|c| c.set(None));
         finish(span, d, event, tier, wall_time(p.end, now));
     }
@@ -290,7 +327,7 @@ impl Tracing {
     #[allow(clippy::too_many_arguments)]
     pub fn deep_span(
         &self,
-        decision: &opentelemetry::trace::SpanContext,
+        decision: &SpanIds,
         rule: &str,
         outcome: &str,
         decision_id: &str,
@@ -302,7 +339,7 @@ impl Tracing {
             return;
         };
         let tracer = provider.tracer("toolgate");
-        let parent = Context::new().with_remote_span_context(decision.clone());
+        let parent = Context::new().with_remote_span_context(span_context(decision, true, ""));
         let queue_us = started
             .duration_since(queued)
             .map(|d| d.as_micros() as i64)
@@ -384,13 +421,6 @@ fn finish(
     span.end_with_timestamp(end);
 }
 
-/// The parent's trace id as hex when the context carries a valid remote span.
-pub fn parent_trace_id(cx: &Context) -> Option<String> {
-    let span = cx.span();
-    let sc = span.span_context();
-    sc.is_valid().then(|| sc.trace_id().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,13 +468,12 @@ mod tests {
                 .parse()
                 .unwrap(),
         );
-        let cx = parent_from_metadata(&md);
+        let p = parent_from_metadata(&md);
+        assert_eq!(p.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(p.ids.unwrap().flags, 1);
         assert_eq!(
-            parent_trace_id(&cx).as_deref(),
-            Some("4bf92f3577b34da6a3ce929d0e0e4736")
-        );
-        assert!(
-            parent_trace_id(&parent_from_metadata(&tonic::metadata::MetadataMap::new())).is_none()
+            parent_from_metadata(&tonic::metadata::MetadataMap::new()),
+            TraceParent::default()
         );
     }
 
@@ -457,24 +486,24 @@ mod tests {
                 .parse()
                 .unwrap(),
         );
-        let cx = parent_from_headers(&h);
+        let p = parent_from_headers(&h);
+        assert_eq!(p.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(
-            parent_trace_id(&cx).as_deref(),
-            Some("4bf92f3577b34da6a3ce929d0e0e4736")
+            parent_from_headers(&http::HeaderMap::new()),
+            TraceParent::default()
         );
-        assert!(parent_trace_id(&parent_from_headers(&http::HeaderMap::new())).is_none());
     }
 
     #[test]
     fn client_span_is_empty_when_tracing_is_off() {
-        let sc = SpanContext::new(
-            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-            TraceFlags::SAMPLED,
-            true,
-            TraceState::default(),
-        );
-        let mut span = Tracing::off().client_span(Some(&sc), "toolgate.upstream", || {
+        let ids = SpanIds {
+            trace_id: TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736")
+                .unwrap()
+                .to_bytes(),
+            span_id: [1; 8],
+            flags: 1,
+        };
+        let mut span = Tracing::off().client_span(Some(&ids), "toolgate.upstream", || {
             unreachable!("attributes are not built when tracing is off")
         });
         assert!(span.traceparent().is_none());

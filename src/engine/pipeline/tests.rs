@@ -6,14 +6,23 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use tokio::time::advance;
 
+use std::time::Duration;
+
 use super::*;
-use crate::decision::Status;
+use crate::decision::{RiskLevel, RuleHit, Status};
 use crate::deep::DeepRule;
+use crate::deep::{DeepError, DeepInput, DeepRuleSpec, Verdict, VerdictKind};
 use crate::engine::APPROVAL_RULE;
+use crate::event::EventKind;
 use crate::event::{Context, Message};
 use crate::glob::Glob;
 use crate::policy::compile;
 use crate::session::PauseState;
+
+/// The goal as a decision quotes it.
+fn safe_goal(e: &Event, p: &Policy) -> String {
+    Goal::default().get(e, p).to_string()
+}
 
 // ---- test deep rules ----
 
