@@ -61,7 +61,7 @@ impl Fixed {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Fixed {
     fn id(&self) -> &str {
         "fixed"
@@ -95,7 +95,7 @@ impl Slow {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Slow {
     fn id(&self) -> &str {
         "slow"
@@ -114,7 +114,7 @@ impl DeepRule for Slow {
 #[derive(Debug)]
 struct Failing(DeepError);
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Failing {
     fn id(&self) -> &str {
         "failing"
@@ -132,7 +132,7 @@ impl DeepRule for Failing {
 #[derive(Debug)]
 struct Panicking;
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Panicking {
     fn id(&self) -> &str {
         "panicking"
@@ -158,6 +158,7 @@ fn spec(id: &str, rule: Arc<dyn DeepRule>) -> DeepRuleSpec {
         warn_threshold: 0.5,
         action: Action::Retry,
         jailbreak: true,
+        local: false,
     }
 }
 
