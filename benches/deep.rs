@@ -28,7 +28,7 @@ use toolgate::policy::{Policy, default_policy};
 #[derive(Debug)]
 struct SlowService;
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for SlowService {
     fn id(&self) -> &str {
         "slow-service"

@@ -167,7 +167,7 @@ impl GrpcClassifier {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for GrpcClassifier {
     fn id(&self) -> &str {
         ID

@@ -952,7 +952,7 @@ impl InjectionHeuristics {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for InjectionHeuristics {
     fn id(&self) -> &str {
         ID

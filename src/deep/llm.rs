@@ -257,7 +257,7 @@ impl LlmVerifier {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for LlmVerifier {
     fn id(&self) -> &str {
         ID

@@ -1,11 +1,13 @@
 //! Deep rules: the expensive, model-based checks (an LLM verifier, a classifier service, a
 //! local injection scorer). They run on a bounded worker pool (`pool`), never inline in the
-//! fast path; the risk router decides how long a decision waits for them.
+//! fast path; the risk router decides how long a decision waits for them. `registry` lists
+//! the kinds a pack can name.
 
 pub mod classifier;
 pub mod injection;
 pub mod llm;
 pub mod pool;
+pub mod registry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -87,7 +89,7 @@ pub enum DeepError {
 }
 
 /// A deep rule. Implementations are built once per policy and shared by every job.
-#[tonic::async_trait]
+#[async_trait::async_trait]
 pub trait DeepRule: Send + Sync + fmt::Debug {
     fn id(&self) -> &str;
 
@@ -177,6 +179,9 @@ pub struct DeepRuleSpec {
     /// Jailbreak-class rules are forced onto prompts that ask about the system or try to
     /// change the assistant's capabilities, whatever their `applies_to` says.
     pub jailbreak: bool,
+    /// From the rule's kind (`registry::DeepRuleKind::local`): it runs in-process with a
+    /// bounded CPU cost and no I/O, so it can run inline instead of waiting for a pool worker.
+    pub local: bool,
 }
 
 impl DeepRuleSpec {

@@ -18,10 +18,8 @@ use super::{
     SessionConfig, SyncConfig, SyncFailMode,
 };
 use crate::decision::{Action, Effects, RiskLevel};
-use crate::deep::{
-    COMMON_KEYS, ConfigProblem, DeepRule, DeepRuleSpec, classifier, config_f64, config_str,
-    config_u64, injection, llm,
-};
+use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
+use crate::deep::{COMMON_KEYS, ConfigProblem, DeepRuleSpec, config_f64, config_str, config_u64};
 use crate::event::{EventKind, FieldKind};
 use crate::glob::Glob;
 use crate::router::ToolTiers;
@@ -42,7 +40,6 @@ const REGEX_SIZE_LIMIT: usize = 2 << 20;
 /// the input runs the budget out.
 const SCAN_PER_MIB: Duration = Duration::from_millis(16);
 const SCAN_PER_FIELD: Duration = Duration::from_micros(2);
-const ASYNC_RULE_IDS: [&str; 3] = [llm::ID, classifier::ID, injection::ID];
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
@@ -339,17 +336,13 @@ impl Cx<'_> {
         let mut out = Vec::new();
         for (i, r) in raw.async_rules.iter().enumerate() {
             let path = format!("async_rules[{i}]");
-            if !ASYNC_RULE_IDS.contains(&r.id.as_str()) {
-                self.err(
-                    format!("{path}.id"),
-                    format!(
-                        "unknown deep rule id `{}` (known: {})",
-                        r.id,
-                        ASYNC_RULE_IDS.join(", ")
-                    ),
-                );
-                continue;
-            }
+            let kind = match deep_rule_kind(&r.id) {
+                Ok(kind) => kind,
+                Err(e) => {
+                    self.err(format!("{path}.id"), e.to_string());
+                    continue;
+                }
+            };
             if !seen.insert(r.id.clone()) {
                 self.err(
                     format!("{path}.id"),
@@ -366,7 +359,7 @@ impl Cx<'_> {
             if r.enabled == Some(false) {
                 continue;
             }
-            if let Some(spec) = self.deep_rule(&path, r, events) {
+            if let Some(spec) = self.deep_rule(&path, kind, r, events) {
                 out.push(spec);
             }
         }
@@ -376,6 +369,7 @@ impl Cx<'_> {
     fn deep_rule(
         &mut self,
         path: &str,
+        kind: &DeepRuleKind,
         r: &RawAsyncRule,
         events: Option<u8>,
     ) -> Option<DeepRuleSpec> {
@@ -383,12 +377,7 @@ impl Cx<'_> {
         // settings as the config keys, so both spellings load.
         let mut cfg = r.config.clone();
         if let Some(e) = &r.endpoint {
-            let key = if r.id == llm::ID {
-                "base_url"
-            } else {
-                "endpoint"
-            };
-            cfg.entry(key.to_string())
+            cfg.entry(kind.endpoint_key.to_string())
                 .or_insert_with(|| Value::String(e.clone()));
         }
         if let Some(m) = &r.model {
@@ -396,35 +385,25 @@ impl Cx<'_> {
                 .or_insert_with(|| Value::String(m.clone()));
         }
         let cpath = format!("{path}.config");
-        let known: &[&str] = match r.id.as_str() {
-            llm::ID => llm::KEYS,
-            classifier::ID => classifier::KEYS,
-            _ => injection::KEYS,
-        };
         for key in cfg.keys() {
-            if !known.contains(&key.as_str()) && !COMMON_KEYS.contains(&key.as_str()) {
+            if !kind.keys.contains(&key.as_str()) && !COMMON_KEYS.contains(&key.as_str()) {
                 self.warn(format!("{cpath}.{key}"), "unknown key, ignored");
             }
         }
         let problem =
             |cx: &mut Cx, p: ConfigProblem| cx.err(format!("{cpath}.{}", p.key), p.message);
-        let default_timeout_ms = match r.id.as_str() {
-            llm::ID => 2000,
-            classifier::ID => 500,
-            _ => 1000,
-        };
-        let timeout_ms = match config_u64(&cfg, "timeout_ms") {
+        let timeout = match config_u64(&cfg, "timeout_ms") {
             Ok(Some(0)) => {
                 problem(self, ConfigProblem::new("timeout_ms", "must be at least 1"));
-                default_timeout_ms
+                kind.default_timeout
             }
-            Ok(t) => t.unwrap_or(default_timeout_ms).min(600_000),
+            Ok(Some(ms)) => Duration::from_millis(ms.min(600_000)),
+            Ok(None) => kind.default_timeout,
             Err(p) => {
                 problem(self, p);
-                default_timeout_ms
+                kind.default_timeout
             }
         };
-        let timeout = Duration::from_millis(timeout_ms);
         let threshold = |cx: &mut Cx, key: &str, default: f64| match config_f64(&cfg, key) {
             Ok(Some(t)) if (0.0..=1.0).contains(&t) => t,
             Ok(Some(_)) => {
@@ -463,35 +442,29 @@ impl Cx<'_> {
             }
         };
         let jailbreak = match config_str(&cfg, "class") {
-            Ok(None) => r.id != classifier::ID,
-            Ok(Some(c)) if c == "jailbreak" => true,
-            Ok(Some(c)) if c == "content" => false,
-            Ok(Some(c)) => {
-                self.err(
-                    format!("{cpath}.class"),
-                    format!("unknown class `{c}` (expected jailbreak or content)"),
-                );
-                false
-            }
+            Ok(None) => kind.default_class == DeepClass::Jailbreak,
+            Ok(Some(c)) => match DeepClass::parse(&c) {
+                Some(class) => class == DeepClass::Jailbreak,
+                None => {
+                    self.err(
+                        format!("{cpath}.class"),
+                        format!("unknown class `{c}` (expected jailbreak or content)"),
+                    );
+                    false
+                }
+            },
             Err(p) => {
                 problem(self, p);
                 false
             }
         };
-        let built: Result<Arc<dyn DeepRule>, ConfigProblem> = match r.id.as_str() {
-            llm::ID => llm::LlmVerifier::from_config(&cfg, timeout).map(|(rule, warnings)| {
+        let rule = match (kind.build)(&cfg, timeout) {
+            Ok((rule, warnings)) => {
                 for w in warnings {
                     self.warn(format!("{cpath}.{}", w.key), w.message);
                 }
-                Arc::new(rule) as Arc<dyn DeepRule>
-            }),
-            classifier::ID => classifier::GrpcClassifier::from_config(&cfg, timeout)
-                .map(|rule| Arc::new(rule) as Arc<dyn DeepRule>),
-            _ => injection::InjectionHeuristics::from_config(&cfg, timeout)
-                .map(|rule| Arc::new(rule) as Arc<dyn DeepRule>),
-        };
-        let rule = match built {
-            Ok(rule) => rule,
+                rule
+            }
             Err(p) => {
                 problem(self, p);
                 return None;
@@ -510,6 +483,7 @@ impl Cx<'_> {
             warn_threshold,
             action,
             jailbreak,
+            local: kind.local,
         })
     }
 
@@ -1062,6 +1036,7 @@ fn extract_anchors(src: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deep::registry::DEEP_RULE_KINDS;
 
     fn pack(rules: &str) -> String {
         format!("policy_pack: t\nversion: \"1\"\nsync_rules:\n{rules}")
@@ -1096,6 +1071,98 @@ mod tests {
         assert!(
             err.contains("p.yaml:5: sync_rules[1].id: unknown rule id `no-such-rule`"),
             "{err}"
+        );
+    }
+
+    fn async_pack(rules: &str) -> String {
+        format!("policy_pack: t\nversion: \"1\"\nasync_rules:\n{rules}")
+    }
+
+    #[test]
+    fn unknown_async_rule_id_names_path_and_line() {
+        let rules =
+            "  - id: injection-heuristics\n  - id: llm-verifier\n    enabled: false\n  - id: foo\n";
+        let err = compile(&async_pack(rules), "p.yaml", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "p.yaml:7: async_rules[2].id: unknown deep rule id `foo` (known: llm-verifier, grpc-classifier, injection-heuristics)"
+            ),
+            "{err}"
+        );
+    }
+
+    /// What each kind cannot do without, given as the rule-level shorthands.
+    fn required_settings(id: &str) -> &'static str {
+        match id {
+            "llm-verifier" => "    endpoint: http://127.0.0.1:1\n    model: m\n",
+            "grpc-classifier" => "    endpoint: http://127.0.0.1:1\n",
+            "injection-heuristics" => "",
+            other => panic!("add the required settings of `{other}` here"),
+        }
+    }
+
+    /// An empty `config:` map plus only what a kind cannot do without, given as the rule-level
+    /// shorthands; the remote kinds' required settings are tested as errors below.
+    #[test]
+    fn every_registry_id_compiles_with_an_empty_config() {
+        for kind in DEEP_RULE_KINDS {
+            let rule = format!(
+                "  - id: {}\n{}    config: {{}}\n",
+                kind.id,
+                required_settings(kind.id)
+            );
+            let p = compile(&async_pack(&rule), "p", None)
+                .unwrap_or_else(|e| panic!("{}: {e}", kind.id));
+            assert!(p.warnings.is_empty(), "{}: {:?}", kind.id, p.warnings);
+            assert_eq!(p.deep.len(), 1);
+            let spec = &p.deep[0];
+            assert_eq!(spec.id, kind.id);
+            assert_eq!(
+                spec.rule.id(),
+                kind.id,
+                "built by another kind's constructor"
+            );
+            assert_eq!(spec.jailbreak, kind.default_class == DeepClass::Jailbreak);
+            assert_eq!(spec.local, kind.local, "{}", kind.id);
+        }
+    }
+
+    #[test]
+    fn missing_required_settings_are_named_not_defaulted() {
+        let err = compile(&async_pack("  - id: llm-verifier\n"), "p", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("async_rules[0].config.base_url: is required"),
+            "{err}"
+        );
+        let err = compile(&async_pack("  - id: grpc-classifier\n"), "p", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("async_rules[0].config.endpoint: is required"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn local_comes_from_the_kind() {
+        let rules = format!(
+            "  - id: injection-heuristics\n  - id: llm-verifier\n{}  - id: grpc-classifier\n{}",
+            required_settings("llm-verifier"),
+            required_settings("grpc-classifier"),
+        );
+        let p = compile(&async_pack(&rules), "p", None).unwrap();
+        let local: Vec<(&str, bool)> = p.deep.iter().map(|s| (s.id.as_str(), s.local)).collect();
+        assert_eq!(
+            local,
+            vec![
+                ("injection-heuristics", true),
+                ("llm-verifier", false),
+                ("grpc-classifier", false),
+            ]
         );
     }
 

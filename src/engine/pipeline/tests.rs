@@ -70,7 +70,7 @@ impl Fixed {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Fixed {
     fn id(&self) -> &str {
         "fixed"
@@ -104,7 +104,7 @@ impl Slow {
     }
 }
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Slow {
     fn id(&self) -> &str {
         "slow"
@@ -123,7 +123,7 @@ impl DeepRule for Slow {
 #[derive(Debug)]
 struct Failing(DeepError);
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Failing {
     fn id(&self) -> &str {
         "failing"
@@ -141,7 +141,7 @@ impl DeepRule for Failing {
 #[derive(Debug)]
 struct Panicking;
 
-#[tonic::async_trait]
+#[async_trait::async_trait]
 impl DeepRule for Panicking {
     fn id(&self) -> &str {
         "panicking"
@@ -167,6 +167,7 @@ fn spec(id: &str, rule: Arc<dyn DeepRule>) -> DeepRuleSpec {
         warn_threshold: 0.5,
         action: Action::Retry,
         jailbreak: true,
+        local: false,
     }
 }
 
