@@ -4,5 +4,6 @@ mod deep;
 mod grpc;
 mod mcp;
 mod observability;
+mod readme;
 mod reload;
 mod tracing;
