@@ -26,22 +26,43 @@ static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:^|[\s"'=(>])(?:(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+*-]*)*|/|[A-Za-z]:\\(?:[\w .-]+\\?)*)"#)
         .expect("path regex")
 });
+/// Tables (group 1 or 2) and dropped databases or schemas (group 3 the kind, 4 the name)
+/// that SQL names.
 #[allow(clippy::expect_used)]
-static TABLE: LazyLock<Regex> = LazyLock::new(|| {
+static SQL_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)\b(?:select\b[^;]*?\bfrom|delete\s+from|insert\s+into|drop\s+table(?:\s+if\s+exists)?|truncate(?:\s+table)?|alter\s+table|join)\s+[`"\[]?([A-Za-z_][\w.]*)|(?i)\bupdate\s+[`"\[]?([A-Za-z_][\w.]*)[`"\]]?\s+set\b"#,
+        r#"(?i)\b(?:select\b[^;]*?\bfrom|delete\s+from|insert\s+into|drop\s+table(?:\s+if\s+exists)?|truncate(?:\s+table)?(?:\s+only)?|alter\s+table|join)\s+[`"\[]?([A-Za-z_][\w.]*)|(?i)\bupdate\s+[`"\[]?([A-Za-z_][\w.]*)[`"\]]?\s+set\b|(?i)\bdrop\s+(database|schema)(?:\s+if\s+exists)?\s+[`"\[]?([A-Za-z_][\w$]*)"#,
     )
-    .expect("table regex")
+    .expect("sql object regex")
 });
 
-/// Words one of which every TABLE match contains: a cheap screen before the regex.
+/// `dropdb`, PostgreSQL's command that drops a database; its operand is read in code.
+#[allow(clippy::expect_used)]
+static DROPDB: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bdropdb\s").expect("dropdb regex"));
+
+/// Words one of which every SQL_OBJECT or DROPDB match contains: a cheap screen before the
+/// regexes.
 #[allow(clippy::expect_used)]
 static SQL_WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(["from", "into", "update", "table", "truncate", "join"])
+        .build([
+            "from", "into", "update", "table", "truncate", "join", "database", "schema", "dropdb",
+        ])
         .expect("sql words")
 });
+
+/// `dropdb` options that take the next word as their value, so it is not the database.
+const DROPDB_VALUE_OPTIONS: [&str; 7] = [
+    "-h",
+    "-p",
+    "-U",
+    "--host",
+    "--port",
+    "--username",
+    "--maintenance-db",
+];
 
 /// Argument keys whose string values name files.
 const PATH_KEYS: [&str; 12] = [
@@ -64,7 +85,8 @@ const PATH_KEYS: [&str; 12] = [
 pub fn warm_up() {
     LazyLock::force(&URL);
     LazyLock::force(&PATH);
-    LazyLock::force(&TABLE);
+    LazyLock::force(&SQL_OBJECT);
+    LazyLock::force(&DROPDB);
     LazyLock::force(&SQL_WORDS);
 }
 
@@ -125,8 +147,8 @@ pub fn assess(
     }
 }
 
-/// `file:`, `url:` and `table:` resources named in the arguments, at most 10, in first-seen
-/// order.
+/// `file:`, `url:`, `table:`, `database:` and `schema:` resources named in the arguments, at
+/// most 10, in first-seen order.
 pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     // Adds a resource; true once the list is full, so every scan below can stop early.
@@ -201,15 +223,48 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         if !SQL_WORDS.is_match(text) {
             continue;
         }
-        for c in TABLE.captures_iter(text) {
-            if let Some(m) = c.get(1).or_else(|| c.get(2))
-                && push(&mut out, format!("table:{}", m.as_str()))
+        for c in SQL_OBJECT.captures_iter(text) {
+            let resource = match (c.get(1).or_else(|| c.get(2)), c.get(3), c.get(4)) {
+                (Some(table), _, _) => format!("table:{}", table.as_str()),
+                (None, Some(kind), Some(name)) => {
+                    format!("{}:{}", kind.as_str().to_ascii_lowercase(), name.as_str())
+                }
+                _ => continue,
+            };
+            if push(&mut out, resource) {
+                return out;
+            }
+        }
+        for m in DROPDB.find_iter(text) {
+            if let Some(name) = dropdb_target(&text[m.end()..])
+                && push(&mut out, format!("database:{name}"))
             {
                 return out;
             }
         }
     }
     out
+}
+
+/// The database a `dropdb` command drops: the first word of the command (up to a separator)
+/// that is neither an option nor an option's value, without its quotes.
+fn dropdb_target(args: &str) -> Option<&str> {
+    let command = args.split(['\n', ';', '&', '|']).next().unwrap_or("");
+    let mut words = command.split_whitespace();
+    while let Some(word) = words.next() {
+        if DROPDB_VALUE_OPTIONS.contains(&word) {
+            words.next();
+            continue;
+        }
+        if word.starts_with('-') {
+            continue;
+        }
+        let name = word.trim_matches(['"', '\'', '`', '(', ')']);
+        return name
+            .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            .then_some(name);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -242,6 +297,48 @@ mod tests {
         assert!(r.contains(&"table:audit".to_string()), "{r:?}");
         assert!(r.contains(&"file:notes.txt".to_string()), "{r:?}");
         assert!(!r.iter().any(|x| x.starts_with("file://")), "{r:?}");
+    }
+
+    #[test]
+    fn dropped_databases_schemas_and_tables_are_named() {
+        let cases = [
+            ("DROP DATABASE prod;", vec!["database:prod"]),
+            (
+                "drop database if exists `analytics`",
+                vec!["database:analytics"],
+            ),
+            ("DROP SCHEMA x CASCADE;", vec!["schema:x"]),
+            (
+                "DROP TABLE IF EXISTS audit; TRUNCATE TABLE orders;",
+                vec!["table:audit", "table:orders"],
+            ),
+            ("TRUNCATE ONLY events;", vec!["table:events"]),
+            ("dropdb prod_app", vec!["database:prod_app"]),
+            (
+                "sudo -u postgres dropdb -h db.internal -U admin --if-exists 'prod' && echo ok",
+                vec!["database:prod"],
+            ),
+            ("dropdb --help", vec![]),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(fields_of(json!({ "query": sql })), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn look_alikes_name_no_database() {
+        for text in [
+            "SELECT * FROM drop_database_log",
+            "SELECT drop_schema FROM migrations",
+            "./pg_dropdb_helper.sh --dry-run",
+        ] {
+            let r = fields_of(json!({ "query": text }));
+            assert!(
+                !r.iter()
+                    .any(|x| x.starts_with("database:") || x.starts_with("schema:")),
+                "{text}: {r:?}"
+            );
+        }
     }
 
     #[test]

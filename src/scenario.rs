@@ -331,56 +331,107 @@ pub async fn run(files: &[PathBuf], policy: &Arc<Policy>, rt: &Runtime) -> Repor
                 continue;
             }
         };
-        let cases: Vec<Case> = match serde_saphyr::from_str(&text) {
-            Ok(c) => c,
+        match parse_cases(&text) {
+            Ok(cases) => run_cases(&name.to_string(), cases, policy, rt, &mut report).await,
             Err(e) => {
                 report.failed += 1;
-                report.failures.push(format!(
-                    "{name}: not a scenario file: {}",
-                    e.to_string().lines().next().unwrap_or("")
-                ));
-                continue;
-            }
-        };
-        for case in cases {
-            let event = match case.event.into_event() {
-                Ok(e) => e,
-                Err(e) => {
-                    report.failed += 1;
-                    report
-                        .failures
-                        .push(format!("{name}: {}: bad event: {e}", case.name));
-                    continue;
-                }
-            };
-            let gate = Gate::new(Arc::new(rt.with_fresh_sessions()));
-            let call = Call {
-                policy: policy.clone(),
-                parent: Default::default(),
-                start: std::time::Instant::now(),
-                size: 0,
-            };
-            let d = match gate
-                .decide(event, call, crate::decision::Decision::clone)
-                .await
-            {
-                Ok((d, _)) => d,
-                Err(e) => {
-                    report.failed += 1;
-                    report.failures.push(format!("{name}: {}: {e}", case.name));
-                    continue;
-                }
-            };
-            let bad = check(&case.expect, &d);
-            if bad.is_empty() {
-                report.passed += 1;
-            } else {
-                report.failed += 1;
-                report
-                    .failures
-                    .push(format!("{name}: {}: {}", case.name, bad.join("; ")));
+                report.failures.push(format!("{name}: {e}"));
             }
         }
     }
     report
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("not a scenario file: {message}")]
+pub struct ScenarioError {
+    /// The YAML reader's first line (it names the line and column).
+    pub message: String,
+}
+
+/// Reads a scenario file's text: a YAML list of cases, with the same YAML rules as packs
+/// (YAML 1.2 booleans), so `on`, `yes` or `no` in an event stay strings.
+pub fn parse_cases(text: &str) -> Result<Vec<Case>, ScenarioError> {
+    serde_saphyr::from_str_with_options(text, crate::policy::pack::yaml_options()).map_err(|e| {
+        ScenarioError {
+            message: e.to_string().lines().next().unwrap_or("").to_string(),
+        }
+    })
+}
+
+/// Runs parsed cases against the policy and adds them to `report`; `source` names them in
+/// failures. Each case starts with fresh session state, so cases stay independent.
+pub async fn run_cases(
+    source: &str,
+    cases: Vec<Case>,
+    policy: &Arc<Policy>,
+    rt: &Runtime,
+    report: &mut Report,
+) {
+    for case in cases {
+        let event = match case.event.into_event() {
+            Ok(e) => e,
+            Err(e) => {
+                report.failed += 1;
+                report
+                    .failures
+                    .push(format!("{source}: {}: bad event: {e}", case.name));
+                continue;
+            }
+        };
+        // Each case starts with empty session state, through the same front door as a call.
+        let gate = Gate::new(Arc::new(rt.with_fresh_sessions()));
+        let call = Call {
+            policy: policy.clone(),
+            parent: Default::default(),
+            start: std::time::Instant::now(),
+            size: 0,
+        };
+        let d = match gate.decide(event, call, Decision::clone).await {
+            Ok((d, _)) => d,
+            Err(e) => {
+                report.failed += 1;
+                report
+                    .failures
+                    .push(format!("{source}: {}: {e}", case.name));
+                continue;
+            }
+        };
+        let bad = check(&case.expect, &d);
+        if bad.is_empty() {
+            report.passed += 1;
+        } else {
+            report.failed += 1;
+            report
+                .failures
+                .push(format!("{source}: {}: {}", case.name, bad.join("; ")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_files_read_yaml_1_2_booleans() {
+        let text = "- name: flags\n  event: { event_type: tool_call_result, tool_name: t, is_error: true, arguments: { on: no, y: [yes, off] } }\n  expect: { action: allow }\n";
+        let cases = parse_cases(text).unwrap();
+        assert!(cases[0].event.is_error);
+        assert_eq!(
+            cases[0].event.arguments,
+            Some(serde_json::json!({"on": "no", "y": ["yes", "off"]}))
+        );
+    }
+
+    #[test]
+    fn a_yes_where_a_boolean_belongs_is_not_a_scenario() {
+        let text = "- name: x\n  event: { event_type: tool_call_result, tool_name: t, is_error: yes }\n  expect: { action: allow }\n";
+        let err = parse_cases(text).unwrap_err();
+        assert!(
+            err.to_string().starts_with("not a scenario file: "),
+            "{err}"
+        );
+        assert!(err.message.contains("line 2"), "{err}");
+    }
 }

@@ -1191,6 +1191,21 @@ mod tests {
         assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
     }
 
+    /// `on` is a plain key (YAML 1.2), not the boolean `true` of YAML 1.1: a custom rule
+    /// scoped with it compiles and runs only on the events it names.
+    #[test]
+    fn on_scopes_a_custom_rule_to_its_events() {
+        let p = compile(
+            &pack("  - id: mine\n    regex: \"prod[-_]db\"\n    on: [tool_call_result]\n"),
+            "p",
+            None,
+        )
+        .unwrap();
+        let rule = p.rules.rules.iter().find(|r| r.id == "mine").unwrap();
+        assert!(rule.applies_to(EventKind::ToolCallResult, "sql.query"));
+        assert!(!rule.applies_to(EventKind::ToolCallStart, "sql.query"));
+    }
+
     #[test]
     fn bad_level_and_action_are_named() {
         let err = compile(

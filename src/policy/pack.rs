@@ -254,6 +254,14 @@ fn path_segments(path: &str) -> Vec<Seg<'_>> {
     out
 }
 
+/// How packs and scenario files are read: YAML 1.2 booleans. YAML 1.1 (serde-saphyr's
+/// default) also reads `on`, `off`, `yes`, `no`, `y` and `n` as booleans, which turns the rule
+/// key `on:` into `true:` and a value such as `kinds: [no]` into `false`; only `true` and
+/// `false` (in any of their three spellings) are booleans here.
+pub fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! { strict_booleans: true }
+}
+
 /// Reads YAML text into a line-aware tree.
 pub fn parse_yaml(text: &str) -> Result<Node, Problem> {
     if text.len() > MAX_PACK_BYTES {
@@ -266,11 +274,12 @@ pub fn parse_yaml(text: &str) -> Result<Node, Problem> {
             ),
         });
     }
-    let root: Spanned<NodeValue> = serde_saphyr::from_str(text).map_err(|e| Problem {
-        path: String::new(),
-        line: e.location().map(|l| l.line()),
-        message: format!("invalid YAML: {}", first_line(&e.to_string())),
-    })?;
+    let root: Spanned<NodeValue> = serde_saphyr::from_str_with_options(text, yaml_options())
+        .map_err(|e| Problem {
+            path: String::new(),
+            line: e.location().map(|l| l.line()),
+            message: format!("invalid YAML: {}", first_line(&e.to_string())),
+        })?;
     Ok(Node {
         line: root.referenced.line(),
         value: root.value,
@@ -626,6 +635,58 @@ environments:
         assert!(raw.sync_rules[1].config.contains_key("allow_emails"));
         let err = read_pack(text, Some("staging")).unwrap_err();
         assert!(err[0].message.contains("staging"));
+    }
+
+    #[test]
+    fn yaml_1_1_boolean_words_are_strings_and_true_false_are_booleans() {
+        let text = "on: 1\noff: 2\nyes: 3\nno: 4\ny: 5\nn: 6\nOn: 7\nNO: 8\n\
+                    a: true\nb: false\nc: True\nd: FALSE\ne: yes\nf: off\ng: [on, n]\n";
+        let root = parse_yaml(text).unwrap();
+        let NodeValue::Map(items) = &root.value else {
+            panic!("not a map: {root:?}");
+        };
+        let keys: Vec<&str> = items.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "on", "off", "yes", "no", "y", "n", "On", "NO", "a", "b", "c", "d", "e", "f", "g"
+            ]
+        );
+        let json = root.to_json();
+        assert_eq!(json["on"], 1);
+        assert_eq!(json["n"], 6);
+        for (key, want) in [("a", true), ("b", false), ("c", true), ("d", false)] {
+            assert_eq!(json[key], Value::Bool(want), "{key}");
+        }
+        assert_eq!(json["e"], "yes");
+        assert_eq!(json["f"], "off");
+        assert_eq!(json["g"], serde_json::json!(["on", "n"]));
+    }
+
+    #[test]
+    fn a_rule_scoped_with_on_reads_its_events() {
+        let text = "policy_pack: p\nversion: \"1\"\nsync_rules:\n  - id: mine\n    keywords: [x]\n    on: [tool_call_start]\nasync_rules:\n  - id: injection-heuristics\n    on: [tool_call_result]\n";
+        let (raw, _) = read_pack(text, None).unwrap();
+        assert_eq!(
+            raw.sync_rules[0].applies_to,
+            Some(vec!["tool_call_start".to_string()])
+        );
+        assert_eq!(
+            raw.async_rules[0].applies_to,
+            Some(vec!["tool_call_result".to_string()])
+        );
+    }
+
+    #[test]
+    fn a_yes_where_a_boolean_belongs_is_an_error_naming_path_and_line() {
+        // `gateway.sync.fail_open` also takes a word (`unscanned`); the async one is a bool.
+        let text = "policy_pack: p\nversion: \"1\"\ngateway:\n  async:\n    fail_open: yes\n";
+        let err = read_pack(text, None).unwrap_err();
+        assert_eq!(err[0].path, "gateway.async.fail_open");
+        assert_eq!(err[0].line, Some(5));
+        assert!(err[0].message.contains("yes"), "{}", err[0].message);
+        let (raw, _) = read_pack(&text.replace("yes", "true"), None).unwrap();
+        assert_eq!(raw.gateway.async_.fail_open, Some(true));
     }
 
     #[test]

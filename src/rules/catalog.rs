@@ -453,6 +453,79 @@ const SQL_DESTRUCTIVE: &[PatternDef] = &[
     ),
 ];
 
+/// A git command that only records or searches text, up to the end of quoted text that holds
+/// `$word`: a commit message (`git commit -m "…"`) or a history search (`git log -S "…"`,
+/// `--grep`). A statement quoted there is not run. The text may not hold a substitution
+/// (`$(…)`, backticks), which the shell would run, and the command words before it stop at
+/// anything that could start another command or close an enclosing quote, so what follows is
+/// still scanned. `$word` is the anchor of the pattern using it, so every match holds one.
+macro_rules! git_text_quoting {
+    ($word:literal) => {
+        concat!(
+            r"(?-u:\b)git(?:\s+-\S+(?:\s+[^\s-]\S*)?)*?\s+",
+            r"(?:commit|log|show|grep|tag|notes|stash|revert|shortlog)\s",
+            r#"[^\n;&|`$("']*?"#,
+            r"(?:-[a-z]*[msg]|--(?:message|grep))(?:=|\s+)",
+            r#"(?:"[^"\n`$]*?"#,
+            $word,
+            r#"[^"\n`$]*"|'[^'\n]*?"#,
+            $word,
+            r"[^'\n]*')"
+        )
+    };
+}
+
+/// Drops of a whole database or schema. `sql-destructive` flags them too (with every table
+/// drop); this rule stops the run, as `dangerous-path-delete` does beside `destructive-shell`,
+/// because everything in the database goes at once.
+///
+/// Each hit is capture group 1. A git commit message or history search that quotes a drop
+/// matches the first branch, which has no group 1: the scanner counts nothing for it and
+/// resumes after it (`sql-destructive` still flags the quoted statement).
+const DATABASE_DROP: &[PatternDef] = &[
+    // The name must end the statement, as in `sql-destructive`, which keeps out prose such as
+    // "never run DROP DATABASE in prod".
+    PatternDef {
+        group: 1,
+        ..pattern(
+            "drop_database",
+            concat!(
+                git_text_quoting!("drop"),
+                r"|((?-u:\b)drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?",
+                sql_ident!(),
+                r#"\s*(?:;|\z|(?m:$)|,|\)|["'`]|\s(?:cascade|restrict)(?-u:\b)|\swith\s*\())"#
+            ),
+            &["drop"],
+        )
+    },
+    // PostgreSQL's `dropdb [options] NAME`: options (some with a value) then the name, and
+    // the command must end after it (more options may follow), so prose that mentions the
+    // tool ("use dropdb carefully when …") is not a drop. `pg_dropdb_x` is another word.
+    PatternDef {
+        group: 1,
+        ..pattern(
+            "dropdb",
+            concat!(
+                git_text_quoting!("dropdb"),
+                r"|((?-u:\b)dropdb(?:\s+-[^\s;&|]+(?:\s+[^\s;&|-][^\s;&|]*)?)*?",
+                r#"\s+["']?[a-z_][\w$-]*["']?(?:\s+-[^\s;&|]+)*\s*(?:[;&|)`"'\n]|\z))"#
+            ),
+            &["dropdb"],
+        )
+    },
+    PatternDef {
+        group: 1,
+        ..pattern(
+            "mongo_drop_database",
+            concat!(
+                git_text_quoting!(r"\.dropdatabase"),
+                r"|(\.dropdatabase\(\s*\))"
+            ),
+            &[".dropdatabase"],
+        )
+    },
+];
+
 const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
     // No WHERE: the table name is followed directly by the end of the statement. A newline
     // does not end it, so `DELETE FROM t\nWHERE …` is not flagged.
@@ -1407,6 +1480,23 @@ pub static CATALOG: &[CatalogRule] = &[
         default_enabled: true,
     },
     CatalogRule {
+        id: "database-drop",
+        description: "Dropping a whole database or schema: DROP DATABASE, DROP SCHEMA, dropdb, db.dropDatabase().",
+        events: COMMAND_EVENTS,
+        fields: COMMAND_FIELDS,
+        roles: &[],
+        action: Action::Stop,
+        level: RiskLevel::Critical,
+        reason: "dropping a database or schema deletes every table in it at once",
+        reversible: false,
+        tags: &["destructive", "sql", "database"],
+        replacement: "",
+        effects: STRIKE,
+        matcher: CatalogMatcher::Patterns(DATABASE_DROP),
+        config_keys: &[],
+        default_enabled: true,
+    },
+    CatalogRule {
         id: "sql-delete-without-where",
         description: "DELETE FROM a table with no WHERE clause, or a DELETE or UPDATE whose WHERE is always true.",
         events: COMMAND_EVENTS,
@@ -1954,6 +2044,56 @@ mod tests {
             ],
         },
         Cases {
+            id: "database-drop",
+            hit: &[
+                "DROP DATABASE prod;",
+                "DROP DATABASE prod",
+                "drop database if exists analytics",
+                "DROP DATABASE IF EXISTS `prod`;",
+                "DROP DATABASE [Sales];",
+                "DROP DATABASE a, b;",
+                "DROP DATABASE prod WITH (FORCE);",
+                "DROP SCHEMA analytics CASCADE;",
+                "drop schema if exists staging restrict",
+                "psql -c \"DROP DATABASE prod\"",
+                "mysql -e 'DROP SCHEMA shop'",
+                "git commit -m \"wip\" && psql -c \"DROP DATABASE prod\"",
+                "git commit -m \"$(psql -c 'DROP DATABASE prod')\"",
+                "dropdb prod_app",
+                "dropdb --if-exists prod",
+                "dropdb prod --if-exists",
+                "sudo -u postgres dropdb -h db.internal -p 5432 prod && echo done",
+                "dropdb -U postgres -e prod",
+                "ssh db1 'dropdb prod'",
+                "git log -S \"drop database prod\" --oneline; dropdb prod",
+                "db.dropDatabase()",
+                "use prod; db.dropDatabase( )",
+            ],
+            miss: &[
+                "never run DROP DATABASE in prod",
+                "SELECT * FROM drop_database_log",
+                "SELECT drop_schema FROM migrations WHERE id = 3",
+                "UPDATE jobs SET drop_schema = false WHERE id = 1",
+                "ALTER TABLE t DROP COLUMN drop_schema;",
+                "git log --oneline --grep \"drop database\"",
+                "git log -S \"DROP DATABASE prod\" --oneline",
+                "git commit -m \"Drop database fixtures from the tests\"",
+                "git commit -am 'drop schema staging'",
+                "git commit -m \"stop calling dropdb prod in CI\"",
+                "git commit -m \"remove db.dropDatabase() from the seed script\"",
+                "drop database connections when idle",
+                "We should drop schema validation for now.",
+                "DROP TABLE users;",
+                "DROP INDEX idx_users_email;",
+                "Use dropdb carefully when you need to remove a database.",
+                "man dropdb",
+                "dropdb --help",
+                "./scripts/pg_dropdb_helper.sh --dry-run",
+                "db.dropDatabase is the shell helper",
+                "createdb prod",
+            ],
+        },
+        Cases {
             id: "sql-delete-without-where",
             hit: &[
                 "DELETE FROM users WHERE id = 5 OR 1=1",
@@ -2481,6 +2621,7 @@ mod tests {
             ("dangerous-path-delete", Stop, Critical),
             ("disk-format", Stop, Critical),
             ("sql-destructive", Retry, Critical),
+            ("database-drop", Stop, Critical),
             ("sql-delete-without-where", Retry, High),
             ("git-force-push", Retry, High),
             ("git-hard-reset", Retry, Medium),

@@ -4,6 +4,7 @@ mod deep;
 mod grpc;
 mod mcp;
 mod observability;
+mod readme;
 mod reload;
 mod timebox;
 mod tracing;
