@@ -205,6 +205,39 @@ impl Effects {
     }
 }
 
+/// A deep rule's verdict, before the pack's thresholds turn its score into an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VerdictKind {
+    Pass,
+    Warn,
+    Block,
+}
+
+impl VerdictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Pass => "pass",
+            VerdictKind::Warn => "warn",
+            VerdictKind::Block => "block",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<VerdictKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "pass" => Some(VerdictKind::Pass),
+            "warn" => Some(VerdictKind::Warn),
+            "block" => Some(VerdictKind::Block),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Hit ids the engine gives its own outcomes (a scan that ran out, a session gate, an
 /// approval, a deep rule that failed); every edge, the log and the tests read them here.
 pub mod reserved {

@@ -1,7 +1,7 @@
 //! The engine: one front door (`gate::Gate`) that every edge calls with a domain `Event`,
 //! and behind it one straight-line pipeline (`pipeline::decide`):
 //!
-//! fast scan (`scan`) → route plan (`route`) → session gate (`session_gate`) → deep stage
+//! route plan (`route`) → fast scan (`scan`) → session gate (`session_gate`) → deep stage
 //! (`deep_stage`) → approvals (`session_gate::approvals`) → settle (`settle`) → effects
 //! (`session_gate::effects`).
 //!

@@ -913,7 +913,7 @@ fn as_text(bytes: &[u8]) -> Option<&str> {
 
 // The rule.
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct InjectionHeuristics {
     timeout: Duration,
     min_text_bytes: usize,
@@ -963,27 +963,42 @@ impl DeepRule for InjectionHeuristics {
     }
 
     async fn check(&self, input: Arc<DeepInput>) -> Result<Verdict, DeepError> {
-        let (min, max) = (self.min_text_bytes, self.max_scan_bytes);
-        let event = input.event;
+        let rule = self.clone();
         // Regex and normalization over up to `max_scan_bytes` is CPU work; it must not hold
         // an async worker thread.
-        let scored = tokio::task::spawn_blocking(move || {
-            if input.text.len() < min {
-                Score::from_signals(Vec::new())
-            } else {
-                scan(&input.text, max, input.event == EventKind::LlmBefore)
-            }
-        })
-        .await
-        .map_err(|e| DeepError::Transport(format!("injection scorer did not finish: {e}")))?;
-        Ok(Verdict {
+        tokio::task::spawn_blocking(move || rule.judge(&input))
+            .await
+            .map_err(|e| DeepError::Transport(format!("injection scorer did not finish: {e}")))
+    }
+
+    fn check_inline(&self, input: &DeepInput) -> Option<Result<Verdict, DeepError>> {
+        (input.text.len() <= INLINE_MAX_BYTES).then(|| Ok(self.judge(input)))
+    }
+}
+
+/// Inputs up to this size are scored on the deciding thread: the scorer takes tens of
+/// microseconds on them, less than the pool's hand-offs cost (BENCHMARKS.md).
+const INLINE_MAX_BYTES: usize = 16 * 1024;
+
+impl InjectionHeuristics {
+    fn judge(&self, input: &DeepInput) -> Verdict {
+        let scored = if input.text.len() < self.min_text_bytes {
+            Score::from_signals(Vec::new())
+        } else {
+            scan(
+                &input.text,
+                self.max_scan_bytes,
+                input.event == EventKind::LlmBefore,
+            )
+        };
+        Verdict {
             verdict: VerdictKind::Pass,
             risk_score: scored.score,
             explanation: explain(&scored),
-            optimization_guidance: guidance(&scored, event),
+            optimization_guidance: guidance(&scored, input.event),
             violated_policy_ids: Vec::new(),
             policy_tags: vec!["prompt_injection".to_string()],
-        })
+        }
     }
 }
 

@@ -29,37 +29,7 @@ pub struct DeepInput {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum VerdictKind {
-    Pass,
-    Warn,
-    Block,
-}
-
-impl VerdictKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VerdictKind::Pass => "pass",
-            VerdictKind::Warn => "warn",
-            VerdictKind::Block => "block",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<VerdictKind> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "pass" => Some(VerdictKind::Pass),
-            "warn" => Some(VerdictKind::Warn),
-            "block" => Some(VerdictKind::Block),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for VerdictKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::decision::VerdictKind;
 
 /// A deep rule's answer. The pool maps it to a decision through the pack's thresholds.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +70,13 @@ pub trait DeepRule: Send + Sync + fmt::Debug {
     /// Judges one event. Called from a pool worker; a CPU-heavy rule must move its work off
     /// the async runtime itself (`tokio::task::spawn_blocking`).
     async fn check(&self, input: Arc<DeepInput>) -> Result<Verdict, DeepError>;
+
+    /// A local rule whose work on this input is small may answer here, on the deciding
+    /// thread: a verdict in microseconds is not worth the pool's queue and two thread hops.
+    /// `None` sends the job to the pool.
+    fn check_inline(&self, _input: &DeepInput) -> Option<Result<Verdict, DeepError>> {
+        None
+    }
 }
 
 /// A rule-specific setting that could not be used. `key` is relative to the rule's

@@ -166,6 +166,35 @@ impl DeepPool {
         }
     }
 
+    /// Runs a local rule on the calling thread when it answers there (`check_inline`),
+    /// with the same cache, counts and span as a pooled job. `None`: submit it instead
+    /// (`finished` is then left in place).
+    pub fn inline(
+        &self,
+        rule: &Arc<dyn DeepRule>,
+        input: &DeepInput,
+        cache_key: [u8; 32],
+        finished: &mut Option<FinishHook>,
+    ) -> Option<JobResult> {
+        if let Some(v) = self.cached(&cache_key) {
+            self.count(rule.id(), "cached");
+            return Some(Ok(v));
+        }
+        let started = SystemTime::now();
+        let result = rule.check_inline(input)?;
+        let outcome = outcome_of(&result);
+        self.count(rule.id(), outcome);
+        if let Some(f) = finished.take() {
+            f(outcome, started);
+        }
+        if let Ok(v) = &result
+            && let Ok(mut c) = self.cache.lock()
+        {
+            c.put(cache_key, v.clone());
+        }
+        Some(result)
+    }
+
     fn cached(&self, key: &[u8; 32]) -> Option<Verdict> {
         self.cache.lock().ok()?.get(key)
     }
@@ -180,6 +209,14 @@ impl DeepPool {
         if let Some(m) = &self.observer {
             m.queue_depth(self.depth());
         }
+    }
+}
+
+fn outcome_of(result: &JobResult) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(DeepError::Timeout(_)) => "timeout",
+        Err(_) => "error",
     }
 }
 
@@ -204,11 +241,7 @@ async fn worker(
         }
         let started = SystemTime::now();
         let result = run(job.rule.clone(), job.input.clone()).await;
-        let outcome = match &result {
-            Ok(_) => "ok",
-            Err(DeepError::Timeout(_)) => "timeout",
-            Err(_) => "error",
-        };
+        let outcome = outcome_of(&result);
         if let Some(m) = &observer {
             m.job(job.rule.id(), outcome);
         }

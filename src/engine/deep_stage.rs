@@ -82,7 +82,15 @@ pub async fn deep_stage(
                 store.record_finding(finding(&base, &spec, &r, true, late_fail))
             })
         };
-        let finished = job_span(rt, meta, spec, &d.decision_id);
+        let mut finished = job_span(rt, meta, spec, &d.decision_id);
+        // A local rule that answers quickly answers here: no queue, no thread hops.
+        if spec.local
+            && let Some(result) = pool.inline(&spec.rule, &input, key, &mut finished)
+        {
+            sum.awaited += 1;
+            judged(rt, &base, spec, result, fail, d, &mut sum);
+            continue;
+        }
         match pool.submit(spec.rule.clone(), input.clone(), key, late, finished) {
             Submitted::Cached(v) => {
                 sum.awaited += 1;

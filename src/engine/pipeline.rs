@@ -37,12 +37,13 @@ pub async fn decide(
 ) -> (Event, Decision) {
     let started = Instant::now();
 
-    // 1. Fast scan: every fast rule over every field, within the work budget.
+    // 1. Route plan: the tool's tier and what it means here (wait, fail action, approval,
+    //    forced rule classes), worked out once; a prompt's depends on its session.
     let snap = rt.touch(&event, policy);
     let plan = RoutePlan::of(&event, policy, snap.used_high_risk_tool, rt.offline);
-    let (event, mut d) = fast(event, policy, plan, meta, size).await;
 
-    // 2. Route plan (above): tier, wait, fail action, approval, forced rule classes.
+    // 2. Fast scan: every fast rule over every field, within the work budget.
+    let (event, mut d) = fast(event, policy, plan, meta, size).await;
     let required = required_approval(&plan, &d.hits);
 
     // 3. Session gate: strikes, late verdicts, rate limits, a human's answer to a pause.
