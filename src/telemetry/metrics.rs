@@ -285,7 +285,7 @@ impl Metrics {
         )?;
         let fail_open = IntCounter::new(
             "toolgate_fail_open_total",
-            "Decisions that failed open (a time box or a dependency gave out)",
+            "Decisions that let content the fast scan did not read through (fail_open: unscanned)",
         )?;
         let policy_reloads = IntCounterVec::new(
             Opts::new("toolgate_policy_reloads_total", "Policy reloads, by result"),
