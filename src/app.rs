@@ -438,14 +438,12 @@ impl Running {
         }
         // Every call has finished. The log writer goes first: it also builds the decision
         // spans, so it must drain before the exporter flushes. Both block.
+        // Deep-rule workers may still hold the recorder for a moment (they end when they
+        // see their pool close); the log is closed through a shared handle all the same.
         let t = self.telemetry;
-        let _ = tokio::task::spawn_blocking(move || match Arc::try_unwrap(t) {
-            Ok(mut t) => {
-                t.log.close();
-                t.tracing.shutdown();
-            }
-            // Something still holds the telemetry: flush what the exporter has.
-            Err(t) => t.tracing.shutdown(),
+        let _ = tokio::task::spawn_blocking(move || {
+            t.log.close();
+            t.tracing.shutdown();
         })
         .await;
         Ok(())

@@ -98,7 +98,9 @@ pub enum Sink {
 pub struct DecisionLog {
     /// Where records wait for the writer; `None` when the log is off.
     spools: Option<Arc<Spools>>,
-    writer: Option<JoinHandle<()>>,
+    /// Taken by `close`, which may run while other holders of the log remain (a deep-rule
+    /// worker that has not yet seen its pool close).
+    writer: std::sync::Mutex<Option<JoinHandle<()>>>,
     /// The HMAC, keyed once: keying hashes the key's two pads, which every line would
     /// otherwise pay again.
     mac: Option<Hmac<Sha256>>,
@@ -204,7 +206,7 @@ impl DecisionLog {
     pub fn disabled() -> DecisionLog {
         DecisionLog {
             spools: None,
-            writer: None,
+            writer: std::sync::Mutex::new(None),
             mac: None,
         }
     }
@@ -213,7 +215,7 @@ impl DecisionLog {
     pub fn lines_only(key: &[u8]) -> DecisionLog {
         DecisionLog {
             spools: None,
-            writer: None,
+            writer: std::sync::Mutex::new(None),
             mac: keyed(key),
         }
     }
@@ -259,7 +261,7 @@ impl DecisionLog {
         let _ = spools.writer.set(writer.thread().clone());
         Ok(DecisionLog {
             spools: Some(spools),
-            writer: Some(writer),
+            writer: std::sync::Mutex::new(Some(writer)),
             mac: keyed(&key),
         })
     }
@@ -386,11 +388,15 @@ impl DecisionLog {
     }
 
     /// Stops the writer after it has written everything queued.
-    pub fn close(&mut self) {
+    pub fn close(&self) {
         if let Some(spools) = &self.spools {
             spools.close();
         }
-        if let Some(w) = self.writer.take() {
+        let writer = match self.writer.lock() {
+            Ok(mut w) => w.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(w) = writer {
             let _ = w.join();
         }
     }
@@ -1016,7 +1022,7 @@ mod tests {
     #[test]
     fn close_writes_every_queued_record() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, mut log) = file_log(dir.path());
+        let (path, log) = file_log(dir.path());
         let p = Arc::new(default_policy(None).unwrap());
         std::thread::scope(|s| {
             for t in 0..3 {

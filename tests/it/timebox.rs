@@ -139,7 +139,11 @@ async fn a_secret_after_a_long_output_never_leaves_and_never_reaches_the_log() {
 
     s.stop().await.unwrap();
     let lines = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(lines.lines().count(), 2, "both decisions are logged");
+    assert_eq!(
+        lines.lines().count(),
+        2,
+        "both decisions are logged:\n{lines}"
+    );
     assert!(!lines.contains(KEY), "the decision log carries the raw key");
 }
 
