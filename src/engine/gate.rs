@@ -182,13 +182,16 @@ impl Gate {
         // cut short and no task to hop to. One that waits continues in a task of its own,
         // so a caller that goes away cannot make the decision, its span or its log line
         // vanish. The first poll's waker is a no-op: the task's first poll registers its
-        // own, and anything that finished in between is seen then.
-        let first = {
+        // own, and anything that finished in between is seen then. A panic in a rule fails
+        // this call alone, as it would in a task of its own, instead of the connection.
+        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             decision.as_mut().poll(&mut cx)
-        };
-        if let std::task::Poll::Ready(out) = first {
-            return Ok(out);
+        }));
+        match first {
+            Ok(std::task::Poll::Ready(out)) => return Ok(out),
+            Ok(std::task::Poll::Pending) => {}
+            Err(_) => return Err(GateError::Failed("a rule panicked".into())),
         }
         tokio::spawn(decision)
             .await
@@ -431,6 +434,66 @@ mod tests {
         assert!(e.to_string().contains(secret), "tokio quotes the panic");
         let msg = GateError::Failed(join_failure(&e)).to_string();
         assert_eq!(msg, "the decision task failed: a rule panicked");
+    }
+
+    /// A local rule that panics when it answers inline.
+    #[derive(Debug)]
+    struct Explodes;
+
+    #[async_trait::async_trait]
+    impl crate::deep::DeepRule for Explodes {
+        fn id(&self) -> &str {
+            "explodes"
+        }
+        fn budget(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(1)
+        }
+        async fn check(
+            &self,
+            _: Arc<crate::deep::DeepInput>,
+        ) -> Result<crate::deep::Verdict, crate::deep::DeepError> {
+            panic!("not pooled")
+        }
+        fn check_inline(
+            &self,
+            _: &crate::deep::DeepInput,
+        ) -> Option<Result<crate::deep::Verdict, crate::deep::DeepError>> {
+            panic!("exploded inline")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_on_the_callers_task_fails_that_call_alone() {
+        let mut policy = crate::policy::default_policy(None).unwrap();
+        policy.deep = vec![crate::deep::DeepRuleSpec {
+            id: "explodes".into(),
+            rule: Arc::new(Explodes),
+            events: crate::event::EventKind::ToolCallResult.bit(),
+            tools: vec![],
+            block_threshold: 0.8,
+            warn_threshold: 0.5,
+            action: Action::Retry,
+            jailbreak: false,
+            local: true,
+        }];
+        let policy = Arc::new(policy);
+        let gate = Gate::new(Arc::new(Runtime::start(&policy, None, false)));
+        let call = || Call {
+            policy: policy.clone(),
+            parent: TraceParent::default(),
+            start: Instant::now(),
+            size: 0,
+        };
+        let mut e = Event::new(crate::event::EventKind::ToolCallResult, Context::default());
+        e.tool_name = "http.get".into();
+        e.output = "some output".into();
+        let err = gate.decide(e, call(), |d| d.action).await.unwrap_err();
+        assert_eq!(err.to_string(), "the decision task failed: a rule panicked");
+        // The gate still serves.
+        let mut ok = Event::new(crate::event::EventKind::ToolCallStart, Context::default());
+        ok.tool_name = "fs.list".into();
+        let (action, _) = gate.decide(ok, call(), |d| d.action).await.unwrap();
+        assert_eq!(action, Action::Allow);
     }
 
     #[test]
