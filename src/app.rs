@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
 
 use crate::api::Guard;
 use crate::api::shed::ShedLayer;
@@ -459,6 +459,10 @@ fn serve_http(
     what: &'static str,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        // As for gRPC: no answer waits for the peer's delayed ACK.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -600,9 +604,14 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
-            let _ = stop_rx.wait_for(|s| *s).await;
-        });
+        // TCP_NODELAY on every accepted connection: without it a small answer can wait for
+        // the client's delayed ACK (tens of milliseconds) before it leaves.
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            },
+        );
     let server = tokio::spawn(server);
     Ok(Running {
         addr,
