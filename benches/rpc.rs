@@ -11,6 +11,13 @@
 //! both from a current-thread tokio runtime. The empty server is this same binary run as
 //! `rpc --serve-empty 127.0.0.1:0`.
 //!
+//! Loads: `tool_call_result` of `http.get` (a 1 KB JSON listing) and of `web.fetch` (16 KB
+//! and 64 KB of a documentation page as markdown), 32 calls in flight; `tool_call_start` of
+//! `shell.exec` with 1 KB of arguments (a test run), one call in flight. One agent session
+//! per caller. Every call carries a new stamp, so no verdict cache answers. In the default
+//! pack those tools are medium tier (a result waits up to 100 ms for `injection-heuristics`)
+//! and high tier (no deep rule runs on a start).
+//!
 //! The client holds one HTTP/2 connection (one tonic `Channel`) per server, cloned into
 //! every caller: that is what an agent process does with its sidecar (one channel per
 //! target, shared by every concurrent tool call, as gRPC advises), and it gives both servers
@@ -37,7 +44,12 @@
 //! Besides latency and throughput it reads each server's thread CPU time
 //! (`/proc/PID/task/*/schedstat`) and context switches over the measured window, by thread
 //! kind: tokio worker (the runtime's first thread), blocking pool (its other threads),
-//! decision-log writer, and the rest.
+//! decision-log writer, and the rest. Divided by the calls answered, so at one call in
+//! flight it also carries what the server spends idling and waking between calls.
+//!
+//! On a shared machine, other processes run on the same CPUs: the figures then move by
+//! tens of percent between runs. Take the ones that matter on a quiet machine with
+//! `cargo bench --bench rpc`.
 
 /// The server binary's allocator, so the empty server allocates as toolgate does.
 #[global_allocator]
@@ -96,7 +108,35 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("client runtime")?;
-    rt.block_on(run(cfg))
+    rt.block_on(async {
+        // On Ctrl-C or SIGTERM the run is dropped, and with it the guards that stop the
+        // servers.
+        tokio::select! {
+            r = run(cfg) => r,
+            s = stop_signal() => bail!("stopped by {s}"),
+        }
+    })
+}
+
+#[cfg(not(unix))]
+async fn stop_signal() -> &'static str {
+    let _ = tokio::signal::ctrl_c().await;
+    "Ctrl-C"
+}
+
+#[cfg(unix)]
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1388,6 +1428,9 @@ fn report(cfg: &Config, targets: &[Target], results: &[(LoadId, Vec<Vec<Sample>>
     }
     println!();
     println!("Targets:");
+    if verdicts.is_empty() {
+        println!("- none measured: the targets compare toolgate with the empty server");
+    }
     for (what, ok, figure) in verdicts {
         let v = match ok {
             Some(true) => "met",
