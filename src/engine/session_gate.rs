@@ -113,11 +113,7 @@ pub fn redeem(event: &Event, rt: &Runtime, hits: &mut Vec<RuleHit>) -> Option<Pa
     {
         Redeemed::Approved(p) => Some(p),
         Redeemed::Denied(p) => {
-            let note = if p.note.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", p.note)
-            };
+            let note = note_of(&p);
             hits.push(
                 RuleHit::new(
                     APPROVAL_DENIED_RULE,
@@ -142,6 +138,15 @@ pub fn redeem(event: &Event, rt: &Runtime, hits: &mut Vec<RuleHit>) -> Option<Pa
             None
         }
         Redeemed::Pending(_) | Redeemed::NotThisCall => None,
+    }
+}
+
+/// The approver's note as the end of a hit's reason.
+fn note_of(p: &Pause) -> String {
+    if p.note.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", p.note)
     }
 }
 
@@ -170,11 +175,7 @@ pub fn approvals(
             || h.policy_tags.iter().any(|t| t == LATE_FINDING_TAG)
             || (h.rule_id != APPROVAL_RULE && !p.cause.contains(&h.rule_id))
     });
-    let note = if p.note.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", p.note)
-    };
+    let note = note_of(p);
     hits.push(
         RuleHit::new(
             APPROVED_RULE,
