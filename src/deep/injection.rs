@@ -974,6 +974,11 @@ impl DeepRule for InjectionHeuristics {
     fn check_inline(&self, input: &DeepInput) -> Option<Result<Verdict, DeepError>> {
         (input.text.len() <= INLINE_MAX_BYTES).then(|| Ok(self.judge(input)))
     }
+
+    /// The scorer judges the text the agent read, never the user's goal.
+    fn reads_goal(&self) -> bool {
+        false
+    }
 }
 
 /// Inputs up to this size are scored on the deciding thread: the scorer takes tens of

@@ -77,6 +77,12 @@ pub trait DeepRule: Send + Sync + fmt::Debug {
     fn check_inline(&self, _input: &DeepInput) -> Option<Result<Verdict, DeepError>> {
         None
     }
+
+    /// Whether the rule reads `DeepInput::task_goal`. The goal is redacted by a scan of its
+    /// own before it is quoted; a rule that never reads it spares every decision that scan.
+    fn reads_goal(&self) -> bool {
+        true
+    }
 }
 
 /// A rule-specific setting that could not be used. `key` is relative to the rule's

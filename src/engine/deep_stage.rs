@@ -61,7 +61,12 @@ pub async fn deep_stage(
     if specs.is_empty() {
         return sum;
     }
-    let input = Arc::new(deep_input(event, d, goal.get(event, policy)));
+    let goal = if specs.iter().any(|s| s.rule.reads_goal()) {
+        goal.get(event, policy)
+    } else {
+        ""
+    };
+    let input = Arc::new(deep_input(event, d, goal));
     let (wait, fail) = (plan.wait, plan.fail);
     let base = FindingBase {
         session_id: event.context.session_id.clone(),

@@ -14,7 +14,7 @@ use crate::event::{Event, EventKind, Field, FieldKind, Message, replace_leaf};
 use crate::policy::{Policy, SyncFailMode};
 use crate::risk;
 use crate::rules::budget::Budget;
-use crate::rules::fast::{CompiledRule, ScanOutcome, Unscanned};
+use crate::rules::fast::{CompiledRule, ScanOutcome, Unscanned, WINDOW};
 
 /// Runs every fast rule over every field of `event`, within the work budget, and returns
 /// the decision unsettled: hits, redactions and risk, action still ALLOW (`settle` derives
@@ -30,8 +30,11 @@ pub fn scan(
     // 1. Fast rules, one pass, within the work budget.
     let mut outcome = ScanOutcome::default();
     let mut budget = if policy.sync.limited {
-        let bytes = fields.iter().map(|f| f.text.len()).sum();
-        Budget::new(policy.sync.allowance.for_input(bytes, fields.len()))
+        let (bytes, longest) = fields.iter().fold((0, 0), |(sum, max), f| {
+            (sum + f.text.len(), max.max(f.text.len()))
+        });
+        let limit = policy.sync.allowance.for_input(bytes, fields.len());
+        Budget::for_scan(limit, fields.len(), longest, WINDOW)
     } else {
         Budget::unlimited()
     };

@@ -20,7 +20,7 @@ use crate::rules::{Prefilter, Validator};
 
 /// Fields above this size are scanned in overlapping windows so the budget is checked
 /// while a large input is being read, not only after it.
-const WINDOW: usize = 64 * 1024;
+pub const WINDOW: usize = 64 * 1024;
 /// Overlap between windows: a match up to this long that crosses a window edge is still found
 /// whole in the next window.
 const WINDOW_OVERLAP: usize = 4 * 1024;
