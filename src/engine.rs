@@ -22,7 +22,7 @@ pub use gate::{Call, Gate, Recorder, SpanIds, TraceParent};
 pub use scan::{UNSCANNED_KIND, WITHHELD};
 pub use settle::{Goal, corrective_message, settle};
 
-use crate::decision::Decision;
+use crate::decision::{Decision, RuleHit};
 use crate::event::Event;
 use crate::policy::Policy;
 use route::RoutePlan;
@@ -41,11 +41,23 @@ pub struct CallMeta {
 /// approval a tier requires, settle. Pure: same event and policy give the same decision
 /// (except ids, latency and a scan whose budget ran out).
 pub fn evaluate(event: &Event, policy: &Policy, meta: &CallMeta) -> Decision {
+    evaluate_with(event, policy, meta, None)
+}
+
+/// `evaluate`, with a hit the caller already holds (a stream's session at its strike
+/// limit) settled together with the scan's.
+pub fn evaluate_with(
+    event: &Event,
+    policy: &Policy,
+    meta: &CallMeta,
+    extra: Option<RuleHit>,
+) -> Decision {
     let started = std::time::Instant::now();
     let plan = RoutePlan::of(event, policy, false, false);
     let mut d = scan::scan(event, policy, plan.tool_tier, &meta.trace_id);
     let required = session_gate::required_approval(&plan, &d.hits);
     session_gate::approvals(event, required, None, &mut d.hits);
+    d.hits.extend(extra);
     settle(&mut d, event, policy, 1, &mut Goal::default());
     d.latency_us = started.elapsed().as_micros() as u64;
     d

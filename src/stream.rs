@@ -1,8 +1,9 @@
 //! Guarding streamed model output: text is released chunk by chunk, with a short tail held
 //! back so a secret split across chunks is still seen whole before any of it leaves.
 
+use crate::decision::RuleHit;
 use crate::decision::{Action, Decision, RedactionSpan, apply_spans};
-use crate::engine::{CallMeta, evaluate};
+use crate::engine::{CallMeta, evaluate_with};
 use crate::event::{Context, Event, EventKind};
 use crate::policy::Policy;
 
@@ -53,17 +54,20 @@ impl StreamGuard {
     }
 
     /// Adds a chunk and returns what may be forwarded now. On `final` everything is released.
+    /// `extra` is a hit the session already holds for this chunk (its strike limit); a STOP
+    /// among the hits releases nothing, now or later.
     pub fn push(
         &mut self,
         chunk: &str,
         final_chunk: bool,
         policy: &Policy,
         meta: &CallMeta,
+        extra: Option<RuleHit>,
     ) -> StreamStep {
         self.held.push_str(chunk);
         let mut event = Event::new(EventKind::LlmStreamChunk, self.context.clone());
         event.chunk = std::mem::take(&mut self.held);
-        let mut decision = evaluate(&event, policy, meta);
+        let mut decision = evaluate_with(&event, policy, meta, extra);
         let text = event.chunk;
 
         if decision.action == Action::Stop && decision.enforced {
@@ -140,7 +144,13 @@ mod tests {
         ];
         let mut out = String::new();
         for (i, p) in pieces.iter().enumerate() {
-            let step = g.push(p, i == pieces.len() - 1, &policy, &CallMeta::default());
+            let step = g.push(
+                p,
+                i == pieces.len() - 1,
+                &policy,
+                &CallMeta::default(),
+                None,
+            );
             out.push_str(&step.released_text);
         }
         assert!(!out.contains(key), "{out}");
@@ -157,12 +167,12 @@ mod tests {
         let mut out = String::new();
         let chunk = "The quick brown fox jumps over the lazy dog. ";
         for _ in 0..100 {
-            let step = g.push(chunk, false, &policy, &CallMeta::default());
+            let step = g.push(chunk, false, &policy, &CallMeta::default(), None);
             assert!(step.held_bytes <= HOLD_BACK + chunk.len());
             out.push_str(&step.released_text);
         }
         out.push_str(
-            &g.push("", true, &policy, &CallMeta::default())
+            &g.push("", true, &policy, &CallMeta::default(), None)
                 .released_text,
         );
         assert_eq!(out, chunk.repeat(100));

@@ -10,7 +10,6 @@ use std::time::{Instant, SystemTime};
 use crate::decision::{Action, Decision, RetrySpec, RuleHit};
 use crate::deep::pool::PoolObserver;
 use crate::engine::pipeline::{self, Options, Runtime};
-use crate::engine::settle::{Goal, settle};
 use crate::event::{Context, Event};
 use crate::policy::Policy;
 use crate::session::SessionStore;
@@ -372,21 +371,11 @@ impl ChunkStream {
         let guard = self.guard.as_mut()?;
         let span = self.gate.runtime.recorder.open(&self.parent);
         let meta = pipeline::meta(&self.parent, span);
-        let mut step = guard.push(chunk, final_chunk, &self.policy, &meta);
-        let released = guard.released_event(&step);
+        // A session at its strike limit: the hit settles with the chunk's own, and its STOP
+        // releases nothing.
         let struck = self.struck_out.take();
-        if let Some(hit) = &struck {
-            step.decision.hits.push(hit.clone());
-            settle(
-                &mut step.decision,
-                &released,
-                &self.policy,
-                1,
-                &mut Goal::default(),
-            );
-            step.released_text.clear();
-            step.held_bytes = 0;
-        }
+        let step = guard.push(chunk, final_chunk, &self.policy, &meta, struck);
+        let released = guard.released_event(&step);
         // A chunk's effects count for its session like any event's.
         let sid = &released.context.session_id;
         if !sid.is_empty() {
@@ -395,7 +384,7 @@ impl ChunkStream {
                 .sessions()
                 .apply_effects(sid, e.strikes, e.flag_trajectory, false);
         }
-        let done = struck.is_some() || guard.is_stopped() || final_chunk;
+        let done = guard.is_stopped() || final_chunk;
         let call = Call {
             policy: self.policy.clone(),
             parent: self.parent.clone(),

@@ -577,7 +577,7 @@ fn a_full_length_private_key_is_redacted_in_output_and_in_a_stream() {
         .collect();
     for (i, c) in chunks.iter().enumerate() {
         released.push_str(
-            &g.push(c, i == chunks.len() - 1, &p, &CallMeta::default())
+            &g.push(c, i == chunks.len() - 1, &p, &CallMeta::default(), None)
                 .released_text,
         );
     }
