@@ -480,60 +480,100 @@ const PHRASE_NEEDS: &[&[u64]] = {
     ]
 };
 
-/// The groups a word belongs to.
-fn word_groups(word: &[u8]) -> u64 {
-    use group::*;
-    match word {
-        b"ignore" | b"disregard" | b"forget" | b"override" => OVERRIDE_VERB,
-        b"ai" | b"ais" | b"assistant" | b"assistants" | b"llm" | b"llms" | b"chatbot"
-        | b"chatbots" | b"claude" | b"chatgpt" | b"gpt" | b"gemini" | b"copilot" | b"model"
-        | b"models" | b"dan" | b"jailbroken" | b"unrestricted" | b"unfiltered" | b"uncensored"
-        | b"evil" => NAME,
-        b"reveal" | b"print" | b"show" | b"display" | b"disclose" => LEAK_VERB,
-        b"leak" | b"dump" => LEAK_VERB | EXFIL_VERB,
-        b"output" => LEAK_VERB | REPLY_OBJECT,
-        b"tell" => LEAK_VERB | INFORM | TELL | STEER,
-        b"password" | b"passwords" | b"api" | b"credentials" | b"secrets" | b"access"
-        | b"private" | b"ssh" | b"environment" | b"env" => LEAK_OBJECT,
-        b"your" => YOUR | EACH,
-        b"prompt" => PROMPT | DIRECTIVE,
-        b"instructions" => PROMPT | DIRECTIVE | ROLE_WORD,
-        b"instruction" => DIRECTIVE | ROLE_WORD,
-        b"directive" | b"directives" | b"orders" => DIRECTIVE,
-        b"role" | b"task" | b"purpose" | b"goal" | b"job" => ROLE_WORD,
-        b"mode" => MODE,
-        b"now" => NOW,
-        b"from" => FROM,
-        b"will" => WILL,
-        b"user" | b"human" | b"operator" => USER,
-        b"not" | b"don" | b"never" => NEGATION,
-        b"inform" | b"alert" | b"mention" => INFORM,
-        b"secret" | b"hidden" | b"confidential" => HIDDEN,
-        b"without" => WITHOUT,
-        b"secretly" | b"covertly" | b"silently" | b"quietly" => COVERTLY,
-        b"before" | b"prior" | b"instead" => BEFORE,
-        b"answering" | b"responding" | b"replying" | b"summarizing" | b"summarising" => ANSWERING,
-        b"answer" | b"reply" => ANSWERING | REPLY_OBJECT | REPLY_VERB,
-        b"respond" => ANSWERING | REPLY_VERB,
-        b"summarize" | b"summarise" => ANSWERING | READS,
-        b"response" | b"responses" | b"answers" | b"replies" | b"summary" | b"summaries"
-        | b"final" => REPLY_OBJECT,
-        b"every" | b"each" | b"all" => EACH,
-        b"with" => WITH,
-        b"when" => WHEN,
-        b"this" => THIS,
-        b"read" | b"reads" | b"see" | b"sees" | b"process" | b"processes" | b"summarizes"
-        | b"summarises" | b"parse" | b"parses" | b"analyze" | b"analyse" | b"analyzes"
-        | b"analyses" => READS,
-        b"ask" | b"instruct" | b"direct" | b"urge" => STEER,
-        b"tool" | b"function" => TOOL,
-        b"call" | b"invoke" | b"use" | b"run" | b"execute" => CALL,
-        b"send" | b"forward" | b"upload" | b"post" | b"email" | b"mail" | b"exfiltrate"
-        | b"transmit" | b"transfer" | b"copy" | b"submit" | b"share" | b"paste" | b"attach"
-        | b"sync" => EXFIL_VERB,
-        _ => 0,
+/// `word_groups` and the list of the words it knows, from one table so they cannot differ.
+macro_rules! screen_words {
+    ($($($word:literal)|+ => $groups:expr,)*) => {
+        /// The groups a word belongs to.
+        fn word_groups(word: &[u8]) -> u64 {
+            use group::*;
+            match word {
+                $($($word)|+ => $groups,)*
+                _ => 0,
+            }
+        }
+
+        const SCREEN_WORDS: &[&[u8]] = &[$($($word,)+)*];
+    };
+}
+
+screen_words! {
+    b"ignore" | b"disregard" | b"forget" | b"override" => OVERRIDE_VERB,
+    b"ai" | b"ais" | b"assistant" | b"assistants" | b"llm" | b"llms" | b"chatbot"
+    | b"chatbots" | b"claude" | b"chatgpt" | b"gpt" | b"gemini" | b"copilot" | b"model"
+    | b"models" | b"dan" | b"jailbroken" | b"unrestricted" | b"unfiltered" | b"uncensored"
+    | b"evil" => NAME,
+    b"reveal" | b"print" | b"show" | b"display" | b"disclose" => LEAK_VERB,
+    b"leak" | b"dump" => LEAK_VERB | EXFIL_VERB,
+    b"output" => LEAK_VERB | REPLY_OBJECT,
+    b"tell" => LEAK_VERB | INFORM | TELL | STEER,
+    b"password" | b"passwords" | b"api" | b"credentials" | b"secrets" | b"access"
+    | b"private" | b"ssh" | b"environment" | b"env" => LEAK_OBJECT,
+    b"your" => YOUR | EACH,
+    b"prompt" => PROMPT | DIRECTIVE,
+    b"instructions" => PROMPT | DIRECTIVE | ROLE_WORD,
+    b"instruction" => DIRECTIVE | ROLE_WORD,
+    b"directive" | b"directives" | b"orders" => DIRECTIVE,
+    b"role" | b"task" | b"purpose" | b"goal" | b"job" => ROLE_WORD,
+    b"mode" => MODE,
+    b"now" => NOW,
+    b"from" => FROM,
+    b"will" => WILL,
+    b"user" | b"human" | b"operator" => USER,
+    b"not" | b"don" | b"never" => NEGATION,
+    b"inform" | b"alert" | b"mention" => INFORM,
+    b"secret" | b"hidden" | b"confidential" => HIDDEN,
+    b"without" => WITHOUT,
+    b"secretly" | b"covertly" | b"silently" | b"quietly" => COVERTLY,
+    b"before" | b"prior" | b"instead" => BEFORE,
+    b"answering" | b"responding" | b"replying" | b"summarizing" | b"summarising" => ANSWERING,
+    b"answer" | b"reply" => ANSWERING | REPLY_OBJECT | REPLY_VERB,
+    b"respond" => ANSWERING | REPLY_VERB,
+    b"summarize" | b"summarise" => ANSWERING | READS,
+    b"response" | b"responses" | b"answers" | b"replies" | b"summary" | b"summaries"
+    | b"final" => REPLY_OBJECT,
+    b"every" | b"each" | b"all" => EACH,
+    b"with" => WITH,
+    b"when" => WHEN,
+    b"this" => THIS,
+    b"read" | b"reads" | b"see" | b"sees" | b"process" | b"processes" | b"summarizes"
+    | b"summarises" | b"parse" | b"parses" | b"analyze" | b"analyse" | b"analyzes"
+    | b"analyses" => READS,
+    b"ask" | b"instruct" | b"direct" | b"urge" => STEER,
+    b"tool" | b"function" => TOOL,
+    b"call" | b"invoke" | b"use" | b"run" | b"execute" => CALL,
+    b"send" | b"forward" | b"upload" | b"post" | b"email" | b"mail" | b"exfiltrate"
+    | b"transmit" | b"transfer" | b"copy" | b"submit" | b"share" | b"paste" | b"attach"
+    | b"sync" => EXFIL_VERB,
+}
+
+/// A one-probe filter over `SCREEN_WORDS`: most words of a text are in no group, and the
+/// long `match` of `word_groups` would compare each of them with every listed word.
+struct WordFilter([u64; 16]);
+
+impl WordFilter {
+    fn slot(word: &[u8]) -> usize {
+        let (first, last) = match word {
+            [first, .., last] => (*first, *last),
+            [only] => (*only, *only),
+            [] => (0, 0),
+        };
+        ((usize::from(first) << 5) ^ (usize::from(last) << 2) ^ (word.len() * 41)) & 1023
+    }
+
+    fn may_contain(&self, word: &[u8]) -> bool {
+        let slot = Self::slot(word);
+        self.0[slot / 64] & (1 << (slot % 64)) != 0
     }
 }
+
+static WORD_FILTER: LazyLock<WordFilter> = LazyLock::new(|| {
+    let mut bits = [0u64; 16];
+    for word in SCREEN_WORDS {
+        let slot = WordFilter::slot(word);
+        bits[slot / 64] |= 1 << (slot % 64);
+    }
+    WordFilter(bits)
+});
 
 /// Where `Patterns::imperative` can match past its leading bullets, if at `word` (after
 /// `prev`): at `word` itself, or at `prev` for two-word openers ("you must"). Each sentence it
@@ -615,6 +655,7 @@ impl Screen {
             groups |= group::IMAGE;
         }
         let mut imperative_openers = 0;
+        let filter = &*WORD_FILTER;
         let mut prev: &[u8] = b"";
         let mut prev_start = 0;
         let mut i = 0;
@@ -639,7 +680,7 @@ impl Screen {
             };
             // No listed word is longer than 12 bytes; most words are skipped here.
             if bare.len() <= 12 && bare.first().is_some_and(u8::is_ascii_lowercase) {
-                if bare.len() == word.len() {
+                if bare.len() == word.len() && filter.may_contain(word) {
                     groups |= word_groups(word);
                 }
                 let opening = imperative_opening(prev, bare).map(|o| match o {
