@@ -638,8 +638,21 @@ fn may_open_sentence(bytes: &[u8], at: usize) -> bool {
 }
 
 fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    WORD_BYTES[usize::from(b)]
 }
+
+/// ASCII letters, digits and `_`, as the patterns' ASCII `\b` sees words; a table, as the
+/// screen asks once per byte of the text.
+static WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    table
+};
 
 /// What the words of a body allow.
 struct Screen {
@@ -832,11 +845,16 @@ fn marker_signals(p: &Patterns, body: &str, found: &mut Vec<Signal>) {
     if end_of_output {
         push(found, ROLE_MARKER, 0.45, END_OF_OUTPUT);
     }
-    let forged = p
-        .marker
-        .find_iter(body)
-        .take(MAX_MATCHES_CHECKED)
-        .any(|m| marker_opens_instructions(p, &body[m.end()..]));
+    // Both of the marker's forms name `system`, `sys` or `developer`: a text without them
+    // skips the one language regex that has no literal to start from.
+    let bytes = body.as_bytes();
+    let names_a_role = memchr::memmem::find(bytes, b"sys").is_some()
+        || memchr::memmem::find(bytes, b"developer").is_some();
+    let forged = names_a_role
+        && p.marker
+            .find_iter(body)
+            .take(MAX_MATCHES_CHECKED)
+            .any(|m| marker_opens_instructions(p, &body[m.end()..]));
     if forged {
         push(found, ROLE_MARKER, 0.45, SYSTEM_MARKER);
     }
@@ -1437,6 +1455,34 @@ mod reference {
         }
         if quoted_max > 0.0 {
             push(found, QUOTED, quoted_max * 0.5, QUOTED_EXAMPLE);
+        }
+    }
+
+    fn marker_signals(p: &Patterns, body: &str, found: &mut Vec<Signal>) {
+        let (mut template, mut end_of_output) = (false, false);
+        for m in p.tokens.find_iter(body) {
+            if m.pattern().as_usize() < TEMPLATE_TOKEN_LIST.len() {
+                template = true;
+            } else {
+                end_of_output = true;
+            }
+            if template && end_of_output {
+                break;
+            }
+        }
+        if template {
+            push(found, ROLE_MARKER, 0.4, TEMPLATE_TOKENS);
+        }
+        if end_of_output {
+            push(found, ROLE_MARKER, 0.45, END_OF_OUTPUT);
+        }
+        let forged = p
+            .marker
+            .find_iter(body)
+            .take(MAX_MATCHES_CHECKED)
+            .any(|m| marker_opens_instructions(p, &body[m.end()..]));
+        if forged {
+            push(found, ROLE_MARKER, 0.45, SYSTEM_MARKER);
         }
     }
 
