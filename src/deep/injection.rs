@@ -412,7 +412,7 @@ fn language_signals(norm: &str, framing_roles: bool, found: &mut Vec<Signal>) {
 // bytes, as the patterns' ASCII `\b` sees it) from a small set; `PHRASE_NEEDS` lists, per
 // phrase, the word groups one of whose combinations must all be present. A screen that
 // passes too much only costs time; one that passes too little changes scores, which
-// `reference_tests` checks against the unscreened scorer.
+// `tests::screen_changes_no_score_*` check against `reference::scan`, the unscreened scorer.
 
 mod group {
     pub const OVERRIDE_VERB: u64 = 1 << 0;
@@ -1186,8 +1186,20 @@ fn blob_signals(text: &str, found: &mut Vec<Signal>) {
 
 /// Standard and URL-safe base64 alphabets (hex digits are a subset).
 fn is_blob_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
+    BLOB_BYTES[usize::from(b)]
 }
+
+/// `is_blob_byte` as a table: it is asked once per byte of every scanned text.
+static BLOB_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_');
+        b += 1;
+    }
+    table
+};
 
 fn classify_run(run: &[u8]) -> Option<(Encoding, &[u8])> {
     let hex = run
@@ -2166,6 +2178,17 @@ mod tests {
             strings(&doc, &mut out);
         }
         out
+    }
+
+    #[test]
+    fn byte_tables_match_their_definitions() {
+        for b in 0..=u8::MAX {
+            assert_eq!(
+                is_blob_byte(b),
+                b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_')
+            );
+            assert_eq!(is_word_byte(b), b.is_ascii_alphanumeric() || b == b'_');
+        }
     }
 
     #[test]
