@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use toolgate::deep::injection::score;
 use toolgate::deep::pool::Submitted;
 use toolgate::deep::{DeepError, DeepInput, DeepRule, Verdict};
 use toolgate::engine::CallMeta;
@@ -149,9 +150,122 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// A documentation page as a fetch tool returns it: headings, prose, lists, a table, a JSON
+/// example and a link, with numbers changing per section so no two sections are equal.
+fn web_page(n: usize) -> String {
+    let mut s = String::from(
+        "# Invoices and credit notes\n\n> This guide covers how the billing service issues \
+         invoices, how credit notes correct them, and how both appear in exports.\n\n",
+    );
+    let mut i = 0usize;
+    while s.len() < n {
+        s.push_str(&format!(
+            "## Section {i}\n\nIn short, a credit note reduces the amount due on an open invoice. \
+             Section {i} was last reviewed on 2026-{m:02}-{d:02}. Amounts are stored in minor \
+             units, so {c} means {w}.{f:02} in the account currency; rounding happens once, on \
+             the invoice total, never per line. If you need a copy, the export job posts it to \
+             the reporting bucket overnight.\n\n\
+             - Invoice numbers are sequential per account and never reused.\n\
+             - A draft can be edited for {h} hours; after that it is finalised.\n\
+             - See also [the API reference](https://docs.example.org/api/v2/invoices#s-{i}).\n\n\
+             | field | type | example |\n|---|---|---|\n| `amount_due` | integer | {c} |\n\n\
+             ```json\n{{\"invoice\": \"inv_{i}\", \"amount_due\": {c}, \"status\": \"open\"}}\n```\n\n",
+            m = 1 + i % 12,
+            d = 1 + (i * 3) % 28,
+            c = 1250 + i * 389,
+            w = (1250 + i * 389) / 100,
+            f = (1250 + i * 389) % 100,
+            h = 24 + (i % 4) * 24,
+        ));
+        i += 1;
+    }
+    cut_to(s, n)
+}
+
+/// A JSON listing as a repository-search tool returns it.
+fn json_listing(n: usize) -> String {
+    let names = [
+        "billing-core",
+        "ledger-sync",
+        "invoice-renderer",
+        "payment-webhooks",
+    ];
+    let mut s = String::from("{\"total_count\": 0, \"items\": [");
+    let mut i = 0usize;
+    while s.len() < n {
+        let name = names[i % names.len()];
+        s.push_str(&format!(
+            "{{\"id\": {id}, \"full_name\": \"acme/{name}\", \"description\": \"Service {i}: \
+             {name} for the finance platform\", \"language\": \"Rust\", \"stargazers_count\": \
+             {stars}, \"updated_at\": \"2026-11-{d:02}T{h:02}:14:09Z\", \"default_branch\": \"main\"}}, ",
+            id = 40_112 + i * 37,
+            stars = 12 + (i * 7) % 90,
+            d = 1 + i % 28,
+            h = i % 24,
+        ));
+        i += 1;
+    }
+    cut_to(s, n)
+}
+
+/// Service logs as a log-search tool returns them.
+fn logs(n: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0usize;
+    while s.len() < n {
+        s.push_str(&format!(
+            "2026-11-23T10:{m:02}:{sec:02}.{ms:03}Z INFO billing::export job={i} rows={r} \
+             duration_ms={dur} bucket=s3://reports/nightly status=ok\n\
+             2026-11-23T10:{m:02}:{sec:02}.{ms:03}Z WARN http: retrying GET \
+             https://api.example.org/v2/accounts/{r}/invoices after 503 (attempt {a})\n",
+            m = i % 60,
+            sec = (i * 7) % 60,
+            ms = (i * 37) % 1000,
+            r = 100 + i * 13,
+            dur = 40 + (i * 11) % 900,
+            a = 1 + i % 3,
+        ));
+        i += 1;
+    }
+    cut_to(s, n)
+}
+
+/// `s` cut to at most `n` bytes, at a char boundary.
+fn cut_to(mut s: String, n: usize) -> String {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
+}
+
+/// Builds a benign text of about `n` bytes.
+type TextMaker = fn(usize) -> String;
+
+/// The `injection-heuristics` scorer alone on benign tool output of 1, 16 and 64 KB.
+fn injection_scan(c: &mut Criterion) {
+    let mut g = c.benchmark_group("injection_scan");
+    for size in [1024, 16 * 1024, 64 * 1024] {
+        let kinds: [(&str, TextMaker); 3] = [
+            ("web_page", web_page),
+            ("json", json_listing),
+            ("logs", logs),
+        ];
+        for (kind, make) in kinds {
+            let text = make(size);
+            g.throughput(criterion::Throughput::Bytes(text.len() as u64));
+            g.bench_function(format!("{kind}_{}KB", size / 1024), |b| {
+                b.iter(|| black_box(score(black_box(&text))))
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5));
-    targets = bench
+    targets = bench, injection_scan
 }
 criterion_main!(benches);
