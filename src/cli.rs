@@ -59,7 +59,7 @@ pub enum Command {
         mcp_upstream_timeout_s: u64,
     },
     /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON. The
-    /// time box is lifted so the answer does not depend on machine load.
+    /// scan budget is lifted so the answer does not depend on machine load.
     Check {
         #[arg(long)]
         policy: Option<PathBuf>,
@@ -74,7 +74,7 @@ pub enum Command {
         env: Option<String>,
     },
     /// Replay regression scenarios (YAML files under DIR) and print `N passed, N failed`.
-    /// The time box is lifted so results do not depend on machine load.
+    /// The scan budget is lifted so results do not depend on machine load.
     Test {
         #[arg(long)]
         policy: Option<PathBuf>,

@@ -81,7 +81,7 @@ const PATH_KEYS: [&str; 12] = [
 ];
 
 /// Compiles the resource patterns now, so the first call after start-up does not pay for it
-/// inside its time box.
+/// inside its scan budget.
 pub fn warm_up() {
     LazyLock::force(&URL);
     LazyLock::force(&PATH);
@@ -174,7 +174,7 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
             redacted.as_str()
         };
         // Resources are a summary: the head of a huge argument is enough, and reading all of
-        // it would spend time outside the time box.
+        // it would spend time outside the scan budget.
         let text = head(text, RESOURCE_SCAN_BYTES);
         let key = f
             .path
