@@ -1,4 +1,4 @@
-//! Small text helpers shared by every part that bounds what it keeps or sends.
+//! Small text helpers shared across the crate: bounded prefixes, lowercase hex ids.
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
 pub fn head(s: &str, max: usize) -> &str {
@@ -10,6 +10,38 @@ pub fn head(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex from a table: a trace id is written on every traced call, and the
+/// formatting machinery behind `to_string` costs several times more. The digits are
+/// written into a buffer of the final size and become a `String` once: pushing them one
+/// at a time took about 450 instructions for a trace id.
+pub fn lower_hex(bytes: &[u8]) -> String {
+    let mut hex = vec![0; bytes.len() * 2];
+    hex_digits(bytes, &mut hex);
+    // Every byte is an ASCII hex digit, so the conversion never fails.
+    String::from_utf8(hex).unwrap_or_default()
+}
+
+/// The two hex digits of every byte value: one load per byte instead of two lookups and
+/// two shifts.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    t
+};
+
+/// Two lowercase hex digits per byte of `bytes` into `out`, as far as `out` reaches.
+pub fn hex_digits(bytes: &[u8], out: &mut [u8]) {
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+    }
 }
 
 #[cfg(test)]

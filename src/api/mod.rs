@@ -261,17 +261,13 @@ impl GuardService for Guard {
                 .into());
             }
         };
-        let sessions = &self.gate.sessions();
-        let p = sessions
-            .resolve(&r.pause_id, approve, r.approver.trim(), r.note.trim())
+        let p = self
+            .gate
+            .resolve_pause(&r.pause_id, approve, r.approver.trim(), r.note.trim())
             .map_err(|e| match e {
                 PauseError::NotFound(_) => ApiError::NotFound(e.to_string()),
                 PauseError::AlreadyResolved { .. } => ApiError::Conflict(e.to_string()),
             })?;
-        self.gate
-            .runtime()
-            .recorder
-            .pauses_pending(sessions.pending_pauses());
         tracing::info!(
             pause_id = %p.id,
             session = %p.session_id,

@@ -182,17 +182,15 @@ impl DeepPool {
         }
         let started = SystemTime::now();
         let result = rule.check_inline(input)?;
-        let outcome = outcome_of(&result);
-        self.count(rule.id(), outcome);
-        if let Some(f) = finished.take() {
-            f(outcome, started);
-        }
-        if let Ok(v) = &result
-            && let Ok(mut c) = self.cache.lock()
-        {
-            c.put(cache_key, v.clone());
-        }
-        Some(result)
+        Some(finish_job(
+            &self.cache,
+            self.observer.as_ref(),
+            rule.id(),
+            cache_key,
+            result,
+            finished.take(),
+            started,
+        ))
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Verdict> {
@@ -212,12 +210,35 @@ impl DeepPool {
     }
 }
 
-fn outcome_of(result: &JobResult) -> &'static str {
-    match result {
+/// What every finished job does, pooled or inline: its verdict's text is bounded, its
+/// outcome counted, its span ended, and a verdict cached.
+fn finish_job(
+    cache: &Mutex<VerdictCache>,
+    observer: Option<&Arc<dyn PoolObserver>>,
+    rule: &str,
+    cache_key: [u8; 32],
+    result: JobResult,
+    finished: Option<FinishHook>,
+    started: SystemTime,
+) -> JobResult {
+    let result = result.map(bounded);
+    let outcome = match &result {
         Ok(_) => "ok",
         Err(DeepError::Timeout(_)) => "timeout",
         Err(_) => "error",
+    };
+    if let Some(m) = observer {
+        m.job(rule, outcome);
     }
+    if let Some(f) = finished {
+        f(outcome, started);
+    }
+    if let Ok(v) = &result
+        && let Ok(mut c) = cache.lock()
+    {
+        c.put(cache_key, v.clone());
+    }
+    result
 }
 
 async fn worker(
@@ -241,18 +262,15 @@ async fn worker(
         }
         let started = SystemTime::now();
         let result = run(job.rule.clone(), job.input.clone()).await;
-        let outcome = outcome_of(&result);
-        if let Some(m) = &observer {
-            m.job(job.rule.id(), outcome);
-        }
-        if let Some(f) = job.finished {
-            f(outcome, started);
-        }
-        if let Ok(v) = &result
-            && let Ok(mut c) = cache.lock()
-        {
-            c.put(job.cache_key, v.clone());
-        }
+        let result = finish_job(
+            &cache,
+            observer.as_ref(),
+            job.rule.id(),
+            job.cache_key,
+            result,
+            job.finished,
+            started,
+        );
         // A closed receiver means the decision stopped waiting: the verdict is not lost, it
         // goes to the session as a late finding.
         if let Err(result) = job.reply.send(result) {
@@ -267,7 +285,7 @@ async fn run(rule: Arc<dyn DeepRule>, input: Arc<DeepInput>) -> JobResult {
     let budget = rule.budget();
     let mut task = tokio::spawn(async move { rule.check(input).await });
     match tokio::time::timeout(budget, &mut task).await {
-        Ok(Ok(result)) => result.map(bounded),
+        Ok(Ok(result)) => result,
         Ok(Err(e)) => Err(DeepError::Transport(format!("rule failed: {e}"))),
         Err(_) => {
             task.abort();

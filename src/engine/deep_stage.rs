@@ -61,12 +61,12 @@ pub async fn deep_stage(
     if specs.is_empty() {
         return sum;
     }
-    let goal = if specs.iter().any(|s| s.rule.reads_goal()) {
+    let goal_text = if specs.iter().any(|s| s.rule.reads_goal()) {
         goal.get(event, policy)
     } else {
         ""
     };
-    let input = Arc::new(deep_input(event, d, goal));
+    let input = Arc::new(deep_input(event, d, goal_text));
     let (wait, fail) = (plan.wait, plan.fail);
     let base = FindingBase {
         session_id: event.context.session_id.clone(),

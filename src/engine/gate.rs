@@ -12,8 +12,9 @@ use crate::deep::pool::PoolObserver;
 use crate::engine::pipeline::{self, Options, Runtime};
 use crate::event::{Context, Event};
 use crate::policy::Policy;
-use crate::session::SessionStore;
+use crate::session::{Pause, PauseError, SessionStore};
 use crate::stream::StreamGuard;
+use crate::text::lower_hex;
 
 /// A span's W3C ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,19 +34,8 @@ pub struct TraceParent {
 impl TraceParent {
     /// The caller's trace id in lowercase hex, or empty.
     pub fn trace_id_hex(&self) -> String {
-        self.ids.map(|i| hex(&i.trace_id)).unwrap_or_default()
+        self.ids.map(|i| lower_hex(&i.trace_id)).unwrap_or_default()
     }
-}
-
-/// Lowercase hex of an id.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
 }
 
 /// One call through the front door: what is not part of the event itself.
@@ -151,6 +141,23 @@ impl Gate {
 
     pub fn sessions(&self) -> &Arc<SessionStore> {
         &self.runtime.sessions
+    }
+
+    /// A human's answer to a pause; the pending-pauses count is reported here, as every
+    /// change to it is.
+    pub fn resolve_pause(
+        &self,
+        pause_id: &str,
+        approve: bool,
+        approver: &str,
+        note: &str,
+    ) -> Result<Pause, PauseError> {
+        let sessions = &self.runtime.sessions;
+        let p = sessions.resolve(pause_id, approve, approver, note)?;
+        self.runtime
+            .recorder
+            .pauses_pending(sessions.pending_pauses());
+        Ok(p)
     }
 
     /// Decides one event: traces, decides and records it. `view` sees the finished decision
@@ -290,7 +297,7 @@ impl Gate {
         if let Some(ids) = &span
             && d.trace_id.is_empty()
         {
-            d.trace_id = hex(&ids.trace_id);
+            d.trace_id = lower_hex(&ids.trace_id);
         }
         let out = view(&d);
         // One clock read ends the call, answer built, for the span and the duration metric.
@@ -483,10 +490,5 @@ mod tests {
         ok.tool_name = "fs.list".into();
         let (action, _) = gate.decide(ok, call(), |d| d.action).await.unwrap();
         assert_eq!(action, Action::Allow);
-    }
-
-    #[test]
-    fn ids_are_lowercase_hex() {
-        assert_eq!(hex(&[0x00, 0xf0, 0x6a, 0xff]), "00f06aff");
     }
 }

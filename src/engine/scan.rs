@@ -81,14 +81,16 @@ pub fn scan(
         hits.push(unscanned_hit(event, policy, w, budget.limit()));
     }
 
-    // 3. Hits and spans in a canonical order; the risk of what triggered.
+    // 3. Hits and spans in a canonical order; the risk of what triggered. Resources are
+    //    named only from fields the scan read to the end: an unread one may hold a secret.
     normalize_hits(&mut hits);
     let spans = merge_spans(spans);
+    let read = outcome.unscanned.map_or(fields.len(), |at| at.field);
     let risk = risk::assess(
         &event.tool_name,
         tool_tier,
         &triggered,
-        &fields,
+        &fields[..read],
         &spans,
         &policy.router.require_approval,
     );

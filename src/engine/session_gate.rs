@@ -236,7 +236,7 @@ pub fn effects(
     flagged: bool,
     d: &mut Decision,
 ) {
-    let would_be = d.shadow_action.unwrap_or(d.action);
+    let would_be = super::pipeline::would_be(d);
     // The approval is spent only by a call that passes.
     if let Some(p) = approved
         && !matches!(would_be, Action::Allow | Action::Redact)

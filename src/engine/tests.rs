@@ -239,6 +239,25 @@ fn a_call_whose_arguments_were_not_all_read_is_stopped() {
 }
 
 #[test]
+fn resources_are_never_named_from_arguments_the_scan_did_not_read() {
+    let mut args = serde_json::Map::new();
+    for i in 0..600 {
+        args.insert(format!("k{i:04}"), json!("padding"));
+    }
+    args.insert(
+        "zz_url".into(),
+        json!("https://AKIAIOSFODNN7EXAMPLE@files.example.com/x"),
+    );
+    let d = evaluate(
+        &tool_call("http.post", serde_json::Value::Object(args)),
+        &no_budget("unscanned"),
+        &CallMeta::default(),
+    );
+    assert!(d.hits.iter().any(|h| h.rule_id == SYNC_TIMEOUT_RULE));
+    assert!(!format!("{d:?}").contains("AKIA"), "{:?}", d.risk);
+}
+
+#[test]
 fn fail_closed_stops_any_event_not_read_to_the_end() {
     let d = evaluate(
         &long_output_with_key(),

@@ -21,38 +21,9 @@ use crate::event::Event;
 use crate::policy::Policy;
 use crate::telemetry::spool::{Record, Spool, Spools};
 use crate::telemetry::trace::{PendingSpan, Tracing};
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Lowercase hex from a table: a trace id is written on every traced call, and the
-/// formatting machinery behind `to_string` costs several times more. The digits are
-/// written into a buffer of the final size and become a `String` once: pushing them one
-/// at a time took about 450 instructions for a trace id.
-pub fn lower_hex(bytes: &[u8]) -> String {
-    let mut hex = vec![0; bytes.len() * 2];
-    hex_digits(bytes, &mut hex);
-    // Every byte is an ASCII hex digit, so the conversion never fails.
-    String::from_utf8(hex).unwrap_or_default()
-}
-
-/// The two hex digits of every byte value: one load per byte instead of two lookups and
-/// two shifts.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    let mut t = [[0; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = [HEX[i >> 4], HEX[i & 15]];
-        i += 1;
-    }
-    t
-};
-
-/// Two lowercase hex digits per byte of `bytes` into `out`, as far as `out` reaches.
-fn hex_digits(bytes: &[u8], out: &mut [u8]) {
-    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
-    }
-}
+use crate::text::hex_digits;
+#[cfg(test)]
+use crate::text::lower_hex;
 
 /// Lowercase hex of `bytes` into `out`, which holds exactly two digits per byte; returns
 /// the digits, or "" when `out` has the wrong length.
@@ -855,7 +826,7 @@ mod tests {
             };
             let (e2, d2, p2, _, span) =
                 crate::telemetry::spool::crossed(e, d, p.clone(), Some(span));
-            let span_id = crate::engine::gate::hex(&span.unwrap().ids.span_id);
+            let span_id = lower_hex(&span.unwrap().ids.span_id);
             let crossed: Value = serde_json::from_str(&log.line(&e2, &d2, &p2, &span_id)).unwrap();
             let strip = |mut v: Value| {
                 v.as_object_mut().unwrap().remove("time");
