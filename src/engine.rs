@@ -10,6 +10,7 @@
 //! through `gate::Recorder`.
 
 pub mod deep_stage;
+pub mod flow_stage;
 pub mod gate;
 pub mod pipeline;
 pub mod route;

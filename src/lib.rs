@@ -7,6 +7,7 @@ pub mod decision;
 pub mod deep;
 pub mod engine;
 pub mod event;
+pub mod flow;
 pub mod glob;
 pub mod policy;
 pub mod proto;

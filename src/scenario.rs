@@ -159,13 +159,87 @@ impl EventSpec {
     }
 }
 
-/// One regression case.
+/// One regression case: one event and its expectation, or `steps`, a sequence of events in
+/// one session with an expectation per step.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub name: String,
+    #[serde(default)]
+    pub event: Option<EventSpec>,
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Context for every step: fills what a step's own context leaves empty. A multi-step
+    /// case without a session id gets one of its own.
+    #[serde(default)]
+    pub context: Option<ContextSpec>,
+}
+
+/// One event of a multi-step case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
     pub event: EventSpec,
+    #[serde(default)]
     pub expect: Expect,
+}
+
+impl Case {
+    /// Every expectation the case states, in order.
+    pub fn expectations(&self) -> impl Iterator<Item = &Expect> {
+        self.expect
+            .iter()
+            .chain(self.steps.iter().map(|s| &s.expect))
+    }
+
+    /// The case's events and expectations in order, each event's context completed from
+    /// the case's.
+    pub fn into_steps(self) -> Result<Vec<(EventSpec, Expect)>, SpecError> {
+        let steps = match (self.event, self.expect, self.steps.is_empty()) {
+            (Some(e), Some(x), true) => vec![(e, x)],
+            (None, None, false) => self
+                .steps
+                .into_iter()
+                .map(|s| (s.event, s.expect))
+                .collect(),
+            (Some(_), None, true) => return Err(spec_err("expect", "missing")),
+            (None, Some(_), true) => return Err(spec_err("event", "missing")),
+            (None, None, true) => {
+                return Err(spec_err("event", "give `event` and `expect`, or `steps`"));
+            }
+            (_, _, false) => {
+                return Err(spec_err(
+                    "steps",
+                    "give `event` and `expect`, or `steps`, not both",
+                ));
+            }
+        };
+        let mut shared = self.context.unwrap_or_default();
+        if steps.len() > 1 && shared.session_id.is_empty() {
+            shared.session_id = format!("case:{}", self.name);
+        }
+        Ok(steps
+            .into_iter()
+            .map(|(mut e, x)| {
+                let c = &mut e.context;
+                for (mine, theirs) in [
+                    (&mut c.session_id, &shared.session_id),
+                    (&mut c.tenant, &shared.tenant),
+                    (&mut c.task_goal, &shared.task_goal),
+                ] {
+                    if mine.is_empty() {
+                        mine.clone_from(theirs);
+                    }
+                }
+                for (k, v) in &shared.labels {
+                    c.labels.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                (e, x)
+            })
+            .collect())
+    }
 }
 
 /// What the decision must show. Only the keys given are checked.
@@ -369,42 +443,56 @@ pub async fn run_cases(
     report: &mut Report,
 ) {
     for case in cases {
-        let event = match case.event.into_event() {
-            Ok(e) => e,
+        let name = case.name.clone();
+        let steps = match case.into_steps() {
+            Ok(s) => s,
             Err(e) => {
                 report.failed += 1;
-                report
-                    .failures
-                    .push(format!("{source}: {}: bad event: {e}", case.name));
+                report.failures.push(format!("{source}: {name}: {e}"));
                 continue;
             }
         };
-        // Each case starts with empty session state, through the same front door as a call.
+        let many = steps.len() > 1;
+        // Each case starts with empty session state, through the same front door as a call;
+        // the steps of one case share it.
         let gate = Gate::new(Arc::new(rt.with_fresh_sessions()));
-        let call = Call {
-            policy: policy.clone(),
-            parent: Default::default(),
-            start: std::time::Instant::now(),
-            size: 0,
-        };
-        let d = match gate.decide(event, call, Decision::clone).await {
-            Ok((d, _)) => d,
-            Err(e) => {
-                report.failed += 1;
-                report
-                    .failures
-                    .push(format!("{source}: {}: {e}", case.name));
-                continue;
+        let mut bad = Vec::new();
+        for (i, (spec, expect)) in steps.into_iter().enumerate() {
+            let at = if many {
+                format!("steps[{i}]: ")
+            } else {
+                String::new()
+            };
+            let event = match spec.into_event() {
+                Ok(e) => e,
+                Err(e) => {
+                    bad.push(format!("{at}bad event: {e}"));
+                    break;
+                }
+            };
+            let call = Call {
+                policy: policy.clone(),
+                parent: Default::default(),
+                start: std::time::Instant::now(),
+                size: 0,
+            };
+            match gate.decide(event, call, Decision::clone).await {
+                Ok((d, _)) => {
+                    bad.extend(check(&expect, &d).into_iter().map(|b| format!("{at}{b}")))
+                }
+                Err(e) => {
+                    bad.push(format!("{at}{e}"));
+                    break;
+                }
             }
-        };
-        let bad = check(&case.expect, &d);
+        }
         if bad.is_empty() {
             report.passed += 1;
         } else {
             report.failed += 1;
             report
                 .failures
-                .push(format!("{source}: {}: {}", case.name, bad.join("; ")));
+                .push(format!("{source}: {name}: {}", bad.join("; ")));
         }
     }
 }
@@ -417,9 +505,10 @@ mod tests {
     fn scenario_files_read_yaml_1_2_booleans() {
         let text = "- name: flags\n  event: { event_type: tool_call_result, tool_name: t, is_error: true, arguments: { on: no, y: [yes, off] } }\n  expect: { action: allow }\n";
         let cases = parse_cases(text).unwrap();
-        assert!(cases[0].event.is_error);
+        let event = cases[0].event.as_ref().unwrap();
+        assert!(event.is_error);
         assert_eq!(
-            cases[0].event.arguments,
+            event.arguments,
             Some(serde_json::json!({"on": "no", "y": ["yes", "off"]}))
         );
     }

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::decision::{Action, RiskLevel};
 use crate::deep::VerdictKind;
 use crate::event::EventKind;
+use crate::flow::provenance::{Provenance, Source};
 use crate::policy::{RateLimit, RateScope, SessionConfig};
 
 /// Findings kept per session (newest win): enough for an incident responder, bounded.
@@ -54,6 +55,8 @@ pub struct Finding {
     pub late: bool,
     /// A late verdict has been applied to a later event.
     pub applied: bool,
+    /// The verdict flags a prompt injection: the session's sink calls are then tainted.
+    pub injection: bool,
     pub observed_at: SystemTime,
 }
 
@@ -208,6 +211,9 @@ pub struct Session {
     /// rules.
     pub used_high_risk_tool: bool,
     pub findings: VecDeque<Finding>,
+    /// Where the session's values came from; allocated on the first event a pack with
+    /// sinks or flows records.
+    provenance: Option<Box<Provenance>>,
     retries: HashMap<(String, String), u32>,
     buckets: HashMap<String, Bucket>,
     last_seen: Instant,
@@ -222,6 +228,7 @@ impl Session {
             flag_trajectory: false,
             used_high_risk_tool: false,
             findings: VecDeque::new(),
+            provenance: None,
             retries: HashMap::new(),
             buckets: HashMap::new(),
             last_seen: Instant::now(),
@@ -465,6 +472,12 @@ impl SessionStore {
             if f.verdict == Some(VerdictKind::Warn) || f.verdict == Some(VerdictKind::Block) {
                 s.flag_trajectory = true;
             }
+            if f.injection && f.late {
+                let src = Source::new(0, f.event, &f.tool_name, &f.step_id);
+                if let Some(p) = s.provenance.as_mut() {
+                    crate::flow::record_late_injection(p, src);
+                }
+            }
             if s.findings.len() >= MAX_FINDINGS {
                 s.findings.pop_front();
             }
@@ -472,6 +485,19 @@ impl SessionStore {
         }
         // No watcher is not an error: the finding stays on the session.
         let _ = self.findings.send(f);
+    }
+
+    /// Runs `f` on the session's provenance record (created on first use); `None` when the
+    /// session is not in the store.
+    pub fn with_provenance<R>(&self, id: &str, f: impl FnOnce(&mut Provenance) -> R) -> Option<R> {
+        let mut s = self.sessions.get_mut(id)?;
+        Some(f(s.provenance.get_or_insert_with(Default::default)))
+    }
+
+    /// Reads the session's provenance record, if it has one.
+    pub fn read_provenance<R>(&self, id: &str, f: impl FnOnce(&Provenance) -> R) -> Option<R> {
+        let s = self.sessions.get(id)?;
+        s.provenance.as_deref().map(f)
     }
 
     /// Late findings not yet applied whose action is stronger than ALLOW; marks them

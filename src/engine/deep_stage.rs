@@ -320,6 +320,9 @@ fn finding(
         decision_id: base.decision_id.clone(),
         late,
         applied: false,
+        injection: matches!(verdict, Some(VerdictKind::Warn | VerdictKind::Block))
+            && r.as_ref()
+                .is_ok_and(|v| crate::flow::Signals::of_tags(&v.policy_tags).injection),
         observed_at: SystemTime::now(),
     }
 }

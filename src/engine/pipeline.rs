@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::CallMeta;
 use super::deep_stage::deep_stage;
+use super::flow_stage;
 use super::gate::{NoRecorder, Recorder, SpanIds, TraceParent};
 use super::route::RoutePlan;
 use super::scan::scan;
@@ -54,6 +55,10 @@ pub async fn decide(
     let mut goal = Goal::default();
     let deep = deep_stage(&event, policy, rt, meta, &plan, &mut goal, &mut d).await;
 
+    // 4b. Flow: a sink call whose destination only untrusted content named, or that follows
+    //     an injection signal in its session.
+    flow_stage::check(&event, policy, rt, &mut d.hits);
+
     // 5. Approvals: the tier's requirement added, a human's approval lifting what it saw.
     approvals(&event, required, approved.as_ref(), &mut d.hits);
 
@@ -72,6 +77,7 @@ pub async fn decide(
         deep.flagged,
         &mut d,
     );
+    flow_stage::record(&event, policy, rt, &opts, &d);
     if deep.pending > 0 && deep.waited {
         rt.recorder.deep_wait_timeout();
     }

@@ -21,6 +21,8 @@ use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
 use crate::deep::{COMMON_KEYS, ConfigProblem, DeepRuleSpec, config_f64, config_str, config_u64};
 use crate::event::{EventKind, FieldKind};
+use crate::flow::path::ArgPath;
+use crate::flow::{self, FlowConfig, FlowRule, Sink};
 use crate::glob::Glob;
 use crate::router::ToolTiers;
 use crate::rules::budget::Allowance;
@@ -72,6 +74,12 @@ fn render_problems(source_name: &str, problems: &[Problem]) -> String {
 pub fn default_policy(env: Option<&str>) -> Result<Policy, CompileError> {
     compile(DEFAULT_PACK, "embedded", env)
 }
+
+/// Untrusted values a pack may keep per session: the record is per session, and a session
+/// store holds up to `max_sessions` of them.
+const MAX_FLOW_VALUES: u32 = 65_536;
+/// Flow rules are checked on every sink call; more than this is a generated pack gone wrong.
+const MAX_FLOW_RULES: usize = 256;
 
 pub fn compile_file(path: &Path, env: Option<&str>) -> Result<Policy, CompileError> {
     let name = path.display().to_string();
@@ -296,6 +304,7 @@ impl Cx<'_> {
 
         let deep = self.async_rules(raw);
         let rate_limits = self.rate_limits(raw);
+        let flow = self.flow(raw);
         let rules = self.sync_rules(&raw.sync_rules);
 
         let mut hasher = Sha256::new();
@@ -326,6 +335,7 @@ impl Cx<'_> {
             retry,
             deep,
             rate_limits,
+            flow,
             warnings: Vec::new(),
             loaded_at: SystemTime::now(),
         })
@@ -530,6 +540,171 @@ impl Cx<'_> {
             });
         }
         out
+    }
+
+    /// `provenance:`, `sinks:` and `flows:`.
+    fn flow(&mut self, raw: &RawPack) -> FlowConfig {
+        let mut cfg = FlowConfig::default();
+        let p = &raw.provenance;
+        let globs = |l: &[String]| l.iter().map(|t| Glob::new(t)).collect::<Vec<_>>();
+        if let Some(l) = &p.untrusted_tools {
+            cfg.untrusted_tools = globs(l);
+        }
+        if let Some(l) = &p.trusted_tools {
+            cfg.trusted_tools = globs(l);
+        }
+        if let Some(l) = &p.untrusted_roles {
+            cfg.untrusted_roles = l.clone();
+        }
+        if let Some(l) = &p.private_tools {
+            cfg.private_tools = globs(l);
+        }
+        if let Some(l) = &p.allow {
+            cfg.allow = l
+                .iter()
+                .map(|a| Glob::new(&flow::values::normalize_pattern(a)))
+                .collect();
+        }
+        let action = |c: &mut Self, key: &str, v: &Option<String>, default: Action| match v {
+            None => default,
+            Some(a) => match Action::parse(a) {
+                Some(a) if a != Action::Redact && a != Action::Retry => a,
+                _ => {
+                    c.err(
+                        format!("provenance.{key}"),
+                        format!("must be allow, pause or stop, got `{a}`"),
+                    );
+                    default
+                }
+            },
+        };
+        cfg.untrusted_destination = action(
+            self,
+            "untrusted_destination_action",
+            &p.untrusted_destination_action,
+            cfg.untrusted_destination,
+        );
+        cfg.tainted_sink = action(
+            self,
+            "tainted_sink_action",
+            &p.tainted_sink_action,
+            cfg.tainted_sink,
+        );
+        cfg.trifecta = action(self, "trifecta_action", &p.trifecta_action, cfg.trifecta);
+        if let Some(n) = p.max_values {
+            if !(16..=MAX_FLOW_VALUES).contains(&n) {
+                self.err(
+                    "provenance.max_values",
+                    format!("must be between 16 and {MAX_FLOW_VALUES}"),
+                );
+            } else {
+                cfg.max_values = n as usize;
+            }
+        }
+        for (i, s) in raw.sinks.iter().enumerate() {
+            let path = format!("sinks[{i}]");
+            if s.tools.is_empty() {
+                self.err(format!("{path}.tools"), "must name at least one tool glob");
+                continue;
+            }
+            let mut destinations = Vec::new();
+            for (j, d) in s.destinations.iter().enumerate() {
+                match ArgPath::parse(d) {
+                    Ok(p) => destinations.push(p),
+                    Err(e) => self.err(format!("{path}.destinations[{j}]"), e),
+                }
+            }
+            cfg.sinks.push(Sink {
+                tools: globs(&s.tools),
+                destinations,
+            });
+        }
+        if raw.flows.len() > MAX_FLOW_RULES {
+            self.err("flows", format!("at most {MAX_FLOW_RULES} flow rules"));
+            return cfg;
+        }
+        let mut ids = HashSet::new();
+        for (i, f) in raw.flows.iter().enumerate() {
+            let path = format!("flows[{i}]");
+            if f.id.trim().is_empty() {
+                self.err(format!("{path}.id"), "must not be empty");
+                continue;
+            }
+            if !ids.insert(f.id.clone()) {
+                self.err(
+                    format!("{path}.id"),
+                    format!("duplicate flow id `{}`", f.id),
+                );
+            }
+            if f.to.tools.is_empty() {
+                self.err(
+                    format!("{path}.to.tools"),
+                    "must name at least one tool glob",
+                );
+                continue;
+            }
+            let from_events = self
+                .events(&format!("{path}.from.events"), f.from.events.as_deref())
+                .unwrap_or_else(|| EventKind::ToolCallResult.bit());
+            let mut when = Vec::new();
+            for (j, w) in f
+                .from
+                .when
+                .clone()
+                .unwrap_or_else(|| vec!["any".into()])
+                .iter()
+                .enumerate()
+            {
+                match flow::When::parse(w) {
+                    Some(w) => when.push(w),
+                    None => self.err(
+                        format!("{path}.from.when[{j}]"),
+                        format!("unknown signal `{w}` (expected injection, pii, secret or any)"),
+                    ),
+                }
+            }
+            let mut to_args = Vec::new();
+            for (j, a) in f.to.args.iter().enumerate() {
+                match ArgPath::parse(a) {
+                    Ok(p) => to_args.push(p),
+                    Err(e) => self.err(format!("{path}.to.args[{j}]"), e),
+                }
+            }
+            let act = match f.action.as_deref() {
+                None => Action::Pause,
+                Some(a) => match Action::parse(a) {
+                    Some(a) if a != Action::Allow && a != Action::Redact => a,
+                    _ => {
+                        self.err(
+                            format!("{path}.action"),
+                            format!("must be retry, pause or stop, got `{a}`"),
+                        );
+                        Action::Pause
+                    }
+                },
+            };
+            let level = match &f.level {
+                None => RiskLevel::High,
+                Some(l) => self
+                    .level(&format!("{path}.level"), l)
+                    .unwrap_or(RiskLevel::High),
+            };
+            if f.within == Some(0) {
+                self.err(format!("{path}.within"), "must be at least 1 event");
+            }
+            cfg.flows.push(FlowRule {
+                id: f.id.clone(),
+                from_events,
+                from_tools: globs(&f.from.tools),
+                when,
+                to_tools: globs(&f.to.tools),
+                to_args,
+                action: act,
+                level,
+                within: f.within,
+            });
+        }
+        cfg
     }
 
     fn events(&mut self, path: &str, list: Option<&[String]>) -> Option<u8> {

@@ -153,6 +153,8 @@ pub struct Policy {
     /// Deep rules, in pack order.
     pub deep: Vec<crate::deep::DeepRuleSpec>,
     pub rate_limits: Vec<RateLimit>,
+    /// Sinks, flow rules and what counts as untrusted.
+    pub flow: crate::flow::FlowConfig,
     /// Non-fatal findings (ignored keys, unknown config keys) for `validate` and the log.
     pub warnings: Vec<Problem>,
     pub loaded_at: SystemTime,

@@ -350,6 +350,12 @@ pub struct RawPack {
     pub retry: RawRetry,
     #[serde(default)]
     pub rate_limits: Vec<RawRateLimit>,
+    #[serde(default)]
+    pub provenance: RawProvenance,
+    #[serde(default)]
+    pub sinks: Vec<RawSink>,
+    #[serde(default)]
+    pub flows: Vec<RawFlow>,
     /// Pack-wide parallelism hint from the Python framework; toolgate's scan is one pass, so
     /// it has no meaning here and is ignored with a warning.
     #[serde(default)]
@@ -530,6 +536,65 @@ pub struct RawRateLimit {
     /// What a call over the limit gets: `retry` (default), `pause` or `stop`.
     #[serde(default)]
     pub action: Option<String>,
+}
+
+/// `provenance:`: what counts as untrusted, what is always allowed, and the actions of the
+/// flow stage's own rules.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawProvenance {
+    pub untrusted_tools: Option<Vec<String>>,
+    pub trusted_tools: Option<Vec<String>>,
+    pub untrusted_roles: Option<Vec<String>>,
+    pub private_tools: Option<Vec<String>>,
+    pub allow: Option<Vec<String>>,
+    pub untrusted_destination_action: Option<String>,
+    pub tainted_sink_action: Option<String>,
+    pub trifecta_action: Option<String>,
+    pub max_values: Option<u32>,
+}
+
+/// One entry of `sinks:`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawSink {
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub destinations: Vec<String>,
+}
+
+/// One entry of `flows:`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    pub id: String,
+    #[serde(default)]
+    pub from: RawFlowFrom,
+    #[serde(default)]
+    pub to: RawFlowTo,
+    pub action: Option<String>,
+    #[serde(default, alias = "risk", alias = "risk_level")]
+    pub level: Option<String>,
+    pub within: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlowFrom {
+    pub events: Option<Vec<String>>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    pub when: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlowTo {
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

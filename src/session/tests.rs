@@ -42,6 +42,7 @@ fn finding(session: &str, verdict: Option<VerdictKind>, action: Action, late: bo
         decision_id: "d-1".into(),
         late,
         applied: false,
+        injection: false,
         observed_at: SystemTime::now(),
     }
 }

@@ -115,10 +115,8 @@ fn keys(node: &Node) -> Vec<&str> {
 fn named_rules(cases: &[Case]) -> BTreeSet<&str> {
     cases
         .iter()
-        .flat_map(|c| {
-            let e = &c.expect;
-            e.rules.iter().chain(e.rules_include.iter()).flatten()
-        })
+        .flat_map(Case::expectations)
+        .flat_map(|e| e.rules.iter().chain(e.rules_include.iter()).flatten())
         .map(String::as_str)
         .collect()
 }
@@ -152,6 +150,15 @@ async fn readme_yaml_blocks_compile_and_scenarios_pass() {
         .iter()
         .map(|r| r.id.clone())
         .chain(default.deep.iter().map(|d| d.id.clone()))
+        .chain(default.flow.flows.iter().map(|f| f.id.clone()))
+        .chain(
+            [
+                toolgate::flow::UNTRUSTED_DESTINATION_RULE,
+                toolgate::flow::TAINTED_SINK_RULE,
+                toolgate::flow::TRIFECTA_RULE,
+            ]
+            .map(String::from),
+        )
         .collect();
     let default = Arc::new(default);
     let rt = Runtime::start(&default, None, true);
@@ -188,11 +195,17 @@ async fn readme_yaml_blocks_compile_and_scenarios_pass() {
                 } else {
                     // Written for another pack: the events must still be valid.
                     for case in cases {
-                        if let Err(e) = case.event.into_event() {
+                        let case_name = case.name.clone();
+                        let events = case.into_steps().and_then(|steps| {
+                            steps
+                                .into_iter()
+                                .try_for_each(|(e, _)| e.into_event().map(drop))
+                        });
+                        if let Err(e) = events {
                             report.failed += 1;
                             report
                                 .failures
-                                .push(format!("{name}: {}: bad event: {e}", case.name));
+                                .push(format!("{name}: {case_name}: bad event: {e}"));
                         }
                     }
                 }

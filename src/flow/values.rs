@@ -1,0 +1,314 @@
+//! The values a flow is traced by: email addresses, IBANs, account and phone numbers, URL
+//! hosts and file paths, found in text and normalized, then kept only as keyed hashes.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// What kind of destination a value is; part of its hash, so a number and a path that
+/// happen to print alike are different values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ValueKind {
+    Email = 1,
+    Iban = 2,
+    /// Account and phone numbers: a run of digits, kept as digits only.
+    Number = 3,
+    /// The host of a URL, or a bare `www.` host.
+    Host = 4,
+    Path = 5,
+    /// A destination argument that holds none of the above (`#general`, `Fred`): kept
+    /// whole, trimmed and lowercased.
+    Name = 6,
+}
+
+impl ValueKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueKind::Email => "email address",
+            ValueKind::Iban => "IBAN",
+            ValueKind::Number => "account or phone number",
+            ValueKind::Host => "host",
+            ValueKind::Path => "file path",
+            ValueKind::Name => "name",
+        }
+    }
+}
+
+/// A normalized value: its kind and its canonical text. Raw values never leave this module
+/// except as `ValueKey`s and in pack allow-list matching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    pub kind: ValueKind,
+    pub text: String,
+}
+
+/// A value as the session keeps it: a 64-bit hash under a key drawn at start-up, so the
+/// session store never holds the addresses and accounts it traces, and a caller who knows
+/// the hash function still cannot aim collisions at it.
+pub type ValueKey = u64;
+
+static HASH_KEYS: LazyLock<std::collections::hash_map::RandomState> =
+    LazyLock::new(std::collections::hash_map::RandomState::new);
+
+impl Value {
+    pub fn key(&self) -> ValueKey {
+        let mut h = HASH_KEYS.build_hasher();
+        h.write_u8(self.kind as u8);
+        h.write(self.text.as_bytes());
+        h.finish()
+    }
+}
+
+/// Digits in a number at least this long: shorter runs are amounts, dates and counters.
+const MIN_NUMBER_DIGITS: usize = 7;
+/// Longest IBAN (34) plus its spaces; longer digit runs are not account numbers.
+const MAX_NUMBER_DIGITS: usize = 34;
+
+// INVARIANT: these patterns are constants checked by the unit tests below.
+#[allow(clippy::expect_used)]
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+")
+        .expect("email regex")
+});
+#[allow(clippy::expect_used)]
+static URL_HOST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:\b[a-z][a-z0-9+.-]{1,15}://(?:[^\s/@]*@)?|\bwww\.)([a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})*)")
+        .expect("url regex")
+});
+#[allow(clippy::expect_used)]
+static IBAN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b").expect("iban regex"));
+#[allow(clippy::expect_used)]
+static NUMBER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\+?[0-9][0-9 ().-]{5,48}[0-9]").expect("number regex"));
+#[allow(clippy::expect_used)]
+static PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[\s'`(=]|\x22)((?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+-]*)+|[A-Za-z]:\\[\w .-]+(?:\\[\w .-]+)*)")
+        .expect("path regex")
+});
+
+/// Every value in `text`, in order of kind then position. `limit` bounds how many are
+/// returned; the second value says whether more were there.
+pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
+    let start = out.len();
+    let full = |out: &Vec<Value>| out.len() - start >= limit;
+    let bytes = text.as_bytes();
+    if memchr::memchr(b'@', bytes).is_some() {
+        for m in EMAIL.find_iter(text) {
+            if full(out) {
+                return true;
+            }
+            out.push(email(m.as_str()));
+        }
+    }
+    if memchr::memmem::find(bytes, b"://").is_some()
+        || memchr::memmem::find(bytes, b"www.").is_some()
+    {
+        for c in URL_HOST.captures_iter(text) {
+            if full(out) {
+                return true;
+            }
+            if let Some(h) = c.get(1) {
+                out.push(host(h.as_str()));
+            }
+        }
+    }
+    if bytes.iter().any(u8::is_ascii_digit) {
+        for m in IBAN.find_iter(text) {
+            if full(out) {
+                return true;
+            }
+            out.push(Value {
+                kind: ValueKind::Iban,
+                text: compact(m.as_str()),
+            });
+        }
+        for m in NUMBER.find_iter(text) {
+            let digits = compact(m.as_str());
+            let n = digits.bytes().filter(u8::is_ascii_digit).count();
+            if !(MIN_NUMBER_DIGITS..=MAX_NUMBER_DIGITS).contains(&n) || looks_like_date(m.as_str())
+            {
+                continue;
+            }
+            if full(out) {
+                return true;
+            }
+            out.push(number(&digits));
+        }
+    }
+    if memchr::memchr2(b'/', b'\\', bytes).is_some() {
+        for c in PATH.captures_iter(text) {
+            if full(out) {
+                return true;
+            }
+            if let Some(p) = c.get(1) {
+                out.push(Value {
+                    kind: ValueKind::Path,
+                    text: p.as_str().trim_end_matches(['.', ',']).to_string(),
+                });
+            }
+        }
+    }
+    false
+}
+
+/// The values a destination argument names; a value naming none of the known kinds is
+/// kept whole as a name, so `#general` or `Fred` can still be allowed or traced.
+pub fn destination(text: &str, limit: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    extract(text, limit, &mut out);
+    // A URL also matches as a path (`//host/...`); the host is what names the destination.
+    if out.iter().any(|v| v.kind == ValueKind::Host) {
+        out.retain(|v| v.kind != ValueKind::Path);
+    }
+    let t = text.trim();
+    if out.is_empty() && !t.is_empty() {
+        out.push(Value {
+            kind: ValueKind::Name,
+            text: t.to_lowercase(),
+        });
+    }
+    out
+}
+
+/// How an allow-list entry in a pack reads: the same normalization as a traced value, so
+/// `Mark@Example.com` in a pack allows `mark@example.com` in a call.
+pub fn normalize_pattern(s: &str) -> String {
+    s.trim().to_lowercase()
+}
+
+fn email(s: &str) -> Value {
+    Value {
+        kind: ValueKind::Email,
+        text: s.trim_matches('.').to_lowercase(),
+    }
+}
+
+fn host(s: &str) -> Value {
+    let h = s.trim_end_matches('.').to_lowercase();
+    let h = h.strip_prefix("www.").map(str::to_string).unwrap_or(h);
+    Value {
+        kind: ValueKind::Host,
+        text: h,
+    }
+}
+
+fn number(digits: &str) -> Value {
+    Value {
+        kind: ValueKind::Number,
+        text: digits.chars().filter(char::is_ascii_digit).collect(),
+    }
+}
+
+/// Letters and digits only, lowercased: IBANs written with spaces or in either case are
+/// the same account.
+fn compact(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// `2024-05-13` or `13.05.2024`: a date, not an account.
+fn looks_like_date(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(['-', '.', '/']).collect();
+    parts.len() == 3 && parts.iter().all(|p| (1..=4).contains(&p.trim().len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(text: &str) -> Vec<(ValueKind, String)> {
+        let mut out = Vec::new();
+        extract(text, 100, &mut out);
+        out.into_iter().map(|v| (v.kind, v.text)).collect()
+    }
+
+    #[test]
+    fn finds_each_kind_normalized() {
+        let got = all(
+            "Send it to Mark.X@Example.com, see https://www.Evil-Site.io/a?b=c, \
+             IBAN US13 3000 0001 2121 2121 2121 2, call +1 (555) 010-9999, file /home/user/.ssh/id_rsa",
+        );
+        assert!(
+            got.contains(&(ValueKind::Email, "mark.x@example.com".into())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(ValueKind::Host, "evil-site.io".into())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(ValueKind::Iban, "us133000000121212121212".into())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(ValueKind::Number, "15550109999".into())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(ValueKind::Path, "/home/user/.ssh/id_rsa".into())),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn amounts_dates_and_short_numbers_are_not_accounts() {
+        let got = all("Paid 1,250.00 on 2024-05-13 for order 4411 (qty 3).");
+        assert!(got.iter().all(|(k, _)| *k != ValueKind::Number), "{got:?}");
+    }
+
+    #[test]
+    fn the_same_value_written_differently_has_one_key() {
+        let a = destination("US13 3000 0001 2121 2121 2121 2", 8);
+        let b = destination("us133000000121212121212", 8);
+        assert_eq!(a[0].key(), b[0].key());
+        let a = destination("Mark.X@example.COM", 8);
+        let b = destination("mark.x@example.com", 8);
+        assert_eq!(a[0].key(), b[0].key());
+    }
+
+    #[test]
+    fn a_destination_without_a_known_kind_is_a_name() {
+        let got = destination("  #General ", 8);
+        assert_eq!(
+            got,
+            vec![Value {
+                kind: ValueKind::Name,
+                text: "#general".into()
+            }]
+        );
+        let got = destination("https://www.my-site.com/upload", 8);
+        assert_eq!(
+            got,
+            vec![Value {
+                kind: ValueKind::Host,
+                text: "my-site.com".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn the_limit_is_reported() {
+        let text = (0..20).map(|i| format!("u{i}@x.io ")).collect::<String>();
+        let mut out = Vec::new();
+        assert!(extract(&text, 5, &mut out));
+        assert_eq!(out.len(), 5);
+    }
+
+    #[test]
+    fn kinds_do_not_collide() {
+        let a = Value {
+            kind: ValueKind::Name,
+            text: "x".into(),
+        };
+        let b = Value {
+            kind: ValueKind::Host,
+            text: "x".into(),
+        };
+        assert_ne!(a.key(), b.key());
+    }
+}
