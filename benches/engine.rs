@@ -15,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolgate::decision::Action;
 use toolgate::engine::{CallMeta, evaluate};
@@ -249,6 +249,62 @@ fn bench_llm_before(c: &mut Criterion) {
     group.finish();
 }
 
+/// The flow stage's share of a call: its check and its record, with the default pack's sinks
+/// and a session that has already read untrusted content. Measured apart because `evaluate`
+/// has no session; the whole-RPC harness (benches/rpc.rs) measures it in place.
+fn bench_flow(c: &mut Criterion) {
+    use toolgate::flow::{self, Signals, provenance::Provenance};
+    let policy = policy();
+    let cfg = &policy.flow;
+    let mut group = c.benchmark_group("flow");
+    let mut prov = Provenance::default();
+    let mut seen = tool_result(KB);
+    seen.context.session_id = "s".into();
+    seen.output
+        .push_str(" Contact ops@vendor.example or https://status.vendor.example.");
+    flow::record(&seen, cfg, &mut prov, Signals::default());
+
+    let mut start = tool_call("shell.exec", shell_arguments(KB));
+    start.context.session_id = "s".into();
+    start.context.task_goal = "make the monthly report faster".into();
+    group.bench_function("tool_call_start_1KB", |b| {
+        b.iter_batched_ref(
+            || prov.clone(),
+            |p| {
+                let hits = flow::check(black_box(&start), cfg, p);
+                flow::record(black_box(&start), cfg, p, Signals::default());
+                hits
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let mut send = tool_call(
+        "send_email",
+        json!({"to": ["ops@vendor.example"], "subject": "report", "body": "numbers attached"}),
+    );
+    send.context = start.context.clone();
+    assert!(
+        flow::check(&send, cfg, &prov)
+            .iter()
+            .any(|h| h.rule_id == flow::UNTRUSTED_DESTINATION_RULE),
+        "a destination from a result must be caught"
+    );
+    group.bench_function("sink_call", |b| {
+        b.iter(|| flow::check(black_box(&send), cfg, &prov))
+    });
+    let mut result = tool_result(KB);
+    result.context.session_id = "s".into();
+    group.throughput(Throughput::Bytes(event_bytes(&result)));
+    group.bench_function("tool_call_result_1KB_record", |b| {
+        b.iter_batched_ref(
+            || prov.clone(),
+            |p| flow::record(black_box(&result), cfg, p, Signals::default()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     // Short enough that the whole suite runs in well under a minute on two cores.
     Criterion::default()
@@ -260,6 +316,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_tool_call_start, bench_tool_call_result, bench_llm_before
+    targets = bench_tool_call_start, bench_tool_call_result, bench_llm_before, bench_flow
 }
 criterion_main!(benches);

@@ -104,6 +104,9 @@ pub struct FlowConfig {
     pub max_values: usize,
     /// Trusted values kept per session.
     pub max_trusted: usize,
+    /// Every sink and flow-target glob in one automaton (built by `finish`): most calls
+    /// are to no sink, and one pass over the tool name says so.
+    watched: Option<regex::Regex>,
 }
 
 impl Default for FlowConfig {
@@ -121,6 +124,7 @@ impl Default for FlowConfig {
             trifecta: Action::Pause,
             max_values: 512,
             max_trusted: 256,
+            watched: None,
         }
     }
 }
@@ -150,10 +154,31 @@ impl FlowConfig {
         self.allow.iter().any(|g| g.matches(&v.text))
     }
 
+    /// Builds the matcher `watches_call` uses; call once the sinks and flows are set.
+    pub fn finish(&mut self) {
+        let sources: Vec<String> = self
+            .sinks
+            .iter()
+            .flat_map(|s| &s.tools)
+            .chain(self.flows.iter().flat_map(|f| &f.to_tools))
+            .map(Glob::regex_source)
+            .collect();
+        // A matcher that fails to build (an absurd number of globs) leaves the glob-by-glob
+        // test in place: slower, same answer.
+        self.watched = if sources.is_empty() {
+            None
+        } else {
+            regex::Regex::new(&sources.join("|")).ok()
+        };
+    }
+
     /// Whether a sink or flow rule might apply to this call: the cheap test that keeps the
     /// stage off the path of every other tool call.
     pub fn watches_call(&self, tool: &str) -> bool {
-        self.sink(tool).is_some() || self.flows.iter().any(|f| any(&f.to_tools, tool))
+        match &self.watched {
+            Some(re) => re.is_match(tool),
+            None => self.sink(tool).is_some() || self.flows.iter().any(|f| any(&f.to_tools, tool)),
+        }
     }
 }
 
@@ -162,10 +187,10 @@ impl FlowConfig {
 /// pack's flow rules.
 pub fn check(event: &Event, cfg: &FlowConfig, prov: &Provenance) -> Vec<RuleHit> {
     let mut hits = Vec::new();
-    if event.kind != EventKind::ToolCallStart {
+    let tool = &event.tool_name;
+    if event.kind != EventKind::ToolCallStart || !cfg.watches_call(tool) {
         return hits;
     }
-    let tool = &event.tool_name;
     if let Some(sink) = cfg.sink(tool) {
         sink_hits(event, sink, cfg, prov, &mut hits);
     }
@@ -243,16 +268,16 @@ fn sink_hits(
         // attacker's address there would be one more place it travels.
         let reason = match (&untrusted, &unknown) {
             (Some((v, Some(src))), _) => Some(format!(
-                "`{tool}` sends to a {} that appeared only in untrusted content: {}, never in the task or a user message",
+                "`{tool}` sends to {} that appeared only in untrusted content: {}, never in the task or a user message",
                 v.kind.as_str(),
                 src.describe()
             )),
             (Some((v, None)), _) => Some(format!(
-                "`{tool}` sends to a {} that appeared only in untrusted content earlier in this session, never in the task or a user message",
+                "`{tool}` sends to {} that appeared only in untrusted content earlier in this session, never in the task or a user message",
                 v.kind.as_str()
             )),
             (None, Some(v)) => Some(format!(
-                "`{tool}` sends to a {} whose origin is unknown: this session's provenance record is full, so it may have come from untrusted content",
+                "`{tool}` sends to {} whose origin is unknown: this session's provenance record is full, so it may have come from untrusted content",
                 v.kind.as_str()
             )),
             (None, None) => None,

@@ -32,6 +32,24 @@ impl Glob {
             .count()
     }
 
+    /// The glob as an anchored regex source, for joining many globs into one automaton.
+    pub fn regex_source(&self) -> String {
+        let mut out = String::from("^(?:");
+        let mut lit = String::new();
+        for c in self.pattern.chars() {
+            if c == '*' || c == '?' {
+                out.push_str(&regex_syntax::escape(&lit));
+                lit.clear();
+                out.push_str(if c == '*' { "(?s:.*)" } else { "(?s:.)" });
+            } else {
+                lit.push(c);
+            }
+        }
+        out.push_str(&regex_syntax::escape(&lit));
+        out.push_str(")$");
+        out
+    }
+
     pub fn matches(&self, name: &str) -> bool {
         if self.literal {
             return self.pattern == name;
@@ -80,5 +98,34 @@ mod tests {
         assert!(Glob::new("tools.x").matches("tools.x"));
         assert!(!Glob::new("tools.x").matches("tools.xy"));
         assert!(Glob::new("shell.*").specificity() > Glob::new("*").specificity());
+    }
+
+    #[test]
+    fn the_regex_form_matches_like_the_glob() {
+        for pat in [
+            "*send_email*",
+            "email.send*",
+            "a?c",
+            "exact.name",
+            "*",
+            "x.(y)+*",
+        ] {
+            let g = Glob::new(pat);
+            let re = regex::Regex::new(&g.regex_source()).unwrap();
+            for name in [
+                "send_email",
+                "gmail.send_email_v2",
+                "email.send",
+                "email.sender",
+                "abc",
+                "ac",
+                "exact.name",
+                "exact_name",
+                "x.(y)+z",
+                "",
+            ] {
+                assert_eq!(re.is_match(name), g.matches(name), "{pat} vs {name}");
+            }
+        }
     }
 }

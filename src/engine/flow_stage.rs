@@ -12,11 +12,7 @@ use crate::policy::Policy;
 pub fn check(event: &Event, policy: &Policy, rt: &Runtime, hits: &mut Vec<RuleHit>) {
     let cfg = &policy.flow;
     let sid = &event.context.session_id;
-    if cfg.is_off()
-        || sid.is_empty()
-        || event.kind != EventKind::ToolCallStart
-        || !cfg.watches_call(&event.tool_name)
-    {
+    if cfg.is_off() || sid.is_empty() || event.kind != EventKind::ToolCallStart {
         return;
     }
     let found = rt

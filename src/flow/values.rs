@@ -26,12 +26,12 @@ pub enum ValueKind {
 impl ValueKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            ValueKind::Email => "email address",
-            ValueKind::Iban => "IBAN",
-            ValueKind::Number => "account or phone number",
-            ValueKind::Host => "host",
-            ValueKind::Path => "file path",
-            ValueKind::Name => "name",
+            ValueKind::Email => "an email address",
+            ValueKind::Iban => "an IBAN",
+            ValueKind::Number => "an account or phone number",
+            ValueKind::Host => "a host",
+            ValueKind::Path => "a file path",
+            ValueKind::Name => "a name",
         }
     }
 }
@@ -74,18 +74,20 @@ static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
 });
 #[allow(clippy::expect_used)]
 static URL_HOST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:\b[a-z][a-z0-9+.-]{1,15}://(?:[^\s/@]*@)?|\bwww\.)([a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})*)")
+    // No capture groups, so the fast engine does all the work; the host is cut out in code.
+    Regex::new(r"(?i)(?:(?-u:\b)[a-z][a-z0-9+.-]{1,15}://(?:[^\s/@]*@)?|(?-u:\b)www\.)[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})*")
         .expect("url regex")
 });
 #[allow(clippy::expect_used)]
 static IBAN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b").expect("iban regex"));
+    LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?-u:\b)").expect("iban regex"));
 #[allow(clippy::expect_used)]
 static NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\+?[0-9][0-9 ().-]{5,48}[0-9]").expect("number regex"));
 #[allow(clippy::expect_used)]
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s'`(=]|\x22)((?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+-]*)+|[A-Za-z]:\\[\w .-]+(?:\\[\w .-]+)*)")
+    // One optional delimiter, then the path; the delimiter is trimmed off in code.
+    Regex::new(r"(?:^|[\s'`(=]|\x22)(?:(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+-]*)+|[A-Za-z]:\\[\w .-]+(?:\\[\w .-]+)*)")
         .expect("path regex")
 });
 
@@ -106,13 +108,16 @@ pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
     if memchr::memmem::find(bytes, b"://").is_some()
         || memchr::memmem::find(bytes, b"www.").is_some()
     {
-        for c in URL_HOST.captures_iter(text) {
+        for m in URL_HOST.find_iter(text) {
             if full(out) {
                 return true;
             }
-            if let Some(h) = c.get(1) {
-                out.push(host(h.as_str()));
-            }
+            let s = m.as_str();
+            let after_scheme = s.find("://").map_or(s, |i| &s[i + 3..]);
+            let h = after_scheme
+                .rsplit_once('@')
+                .map_or(after_scheme, |(_, h)| h);
+            out.push(host(h));
         }
     }
     if bytes.iter().any(u8::is_ascii_digit) {
@@ -139,16 +144,17 @@ pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
         }
     }
     if memchr::memchr2(b'/', b'\\', bytes).is_some() {
-        for c in PATH.captures_iter(text) {
+        for m in PATH.find_iter(text) {
             if full(out) {
                 return true;
             }
-            if let Some(p) = c.get(1) {
-                out.push(Value {
-                    kind: ValueKind::Path,
-                    text: p.as_str().trim_end_matches(['.', ',']).to_string(),
-                });
-            }
+            let p = m
+                .as_str()
+                .trim_start_matches(|c: char| c.is_whitespace() || "'`(=\"".contains(c));
+            out.push(Value {
+                kind: ValueKind::Path,
+                text: p.trim_end_matches(['.', ',']).to_string(),
+            });
         }
     }
     false
@@ -158,6 +164,18 @@ pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
 /// kept whole as a name, so `#general` or `Fred` can still be allowed or traced.
 pub fn destination(text: &str, limit: usize) -> Vec<Value> {
     let mut out = Vec::new();
+    // IBANs are read in capitals only (a lowercase run of letters and digits in prose is
+    // rarely one), but a destination argument is one value: read it in capitals too.
+    let upper;
+    let text = if text.bytes().any(|b| b.is_ascii_lowercase())
+        && text.len() <= 64
+        && !text.contains(['@', '/'])
+    {
+        upper = text.to_ascii_uppercase();
+        &upper
+    } else {
+        text
+    };
     extract(text, limit, &mut out);
     // A URL also matches as a path (`//host/...`); the host is what names the destination.
     if out.iter().any(|v| v.kind == ValueKind::Host) {
@@ -242,7 +260,7 @@ mod tests {
             "{got:?}"
         );
         assert!(
-            got.contains(&(ValueKind::Iban, "us133000000121212121212".into())),
+            got.contains(&(ValueKind::Iban, "us13300000012121212121212".into())),
             "{got:?}"
         );
         assert!(
@@ -264,7 +282,7 @@ mod tests {
     #[test]
     fn the_same_value_written_differently_has_one_key() {
         let a = destination("US13 3000 0001 2121 2121 2121 2", 8);
-        let b = destination("us133000000121212121212", 8);
+        let b = destination("us13300000012121212121212", 8);
         assert_eq!(a[0].key(), b[0].key());
         let a = destination("Mark.X@example.COM", 8);
         let b = destination("mark.x@example.com", 8);

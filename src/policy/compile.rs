@@ -621,6 +621,7 @@ impl Cx<'_> {
         }
         if raw.flows.len() > MAX_FLOW_RULES {
             self.err("flows", format!("at most {MAX_FLOW_RULES} flow rules"));
+            cfg.finish();
             return cfg;
         }
         let mut ids = HashSet::new();
@@ -704,6 +705,7 @@ impl Cx<'_> {
                 within: f.within,
             });
         }
+        cfg.finish();
         cfg
     }
 
@@ -1222,6 +1224,51 @@ mod tests {
         let p = default_policy(None).unwrap();
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(p.rules.rules.len() >= 20);
+    }
+
+    #[test]
+    fn flow_sections_compile_and_bad_entries_are_named() {
+        let good = "policy_pack: t\nversion: \"1\"\nprovenance: { allow: [\"*@Acme.example\"], trifecta_action: stop }\nsinks:\n  - { tools: [\"send_*\"], destinations: [\"$.to[*]\"] }\nflows:\n  - { id: f, from: { events: [tool_call_result], when: [secret] }, to: { tools: [\"http.*\"], args: [\"$.body\"] }, action: stop, within: 3 }\n";
+        let p = compile(good, "p.yaml", None).unwrap();
+        assert_eq!(p.flow.sinks.len(), 1);
+        assert_eq!(p.flow.flows[0].within, Some(3));
+        assert_eq!(p.flow.trifecta, Action::Stop);
+        assert_eq!(p.flow.allow[0].as_str(), "*@acme.example");
+        let cases = [
+            (
+                "sinks:\n  - { tools: [x], destinations: [\"to\"] }\n",
+                "sinks[0].destinations[0]: `to` must start with `$`",
+            ),
+            (
+                "sinks:\n  - { destinations: [\"$.to\"] }\n",
+                "sinks[0].tools: must name at least one tool glob",
+            ),
+            (
+                "flows:\n  - { id: f, to: { tools: [x] }, from: { when: [maybe] } }\n",
+                "flows[0].from.when[0]: unknown signal `maybe`",
+            ),
+            (
+                "flows:\n  - { id: f, to: { tools: [x] }, action: allow }\n",
+                "flows[0].action: must be retry, pause or stop",
+            ),
+            (
+                "flows:\n  - { id: f, to: { tools: [x] }, within: 0 }\n",
+                "flows[0].within: must be at least 1 event",
+            ),
+            (
+                "provenance: { tainted_sink_action: redact }\n",
+                "provenance.tainted_sink_action: must be allow, pause or stop",
+            ),
+            (
+                "provenance: { max_values: 1 }\n",
+                "provenance.max_values: must be between 16 and 65536",
+            ),
+        ];
+        for (section, want) in cases {
+            let text = format!("policy_pack: t\nversion: \"1\"\n{section}");
+            let msg = compile(&text, "p.yaml", None).unwrap_err().to_string();
+            assert!(msg.contains(want), "{section}: {msg}");
+        }
     }
 
     #[test]
