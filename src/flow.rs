@@ -435,9 +435,11 @@ pub fn record(event: &Event, cfg: &FlowConfig, prov: &mut Provenance, signals: S
         }
         let keys: Vec<(u64, ValueKind)> = found.iter().map(|v| (v.key(), v.kind)).collect();
         prov.add_untrusted(source(), &keys, truncated, cfg.max_values);
-        if signals.injection {
-            prov.injection = Some(source());
-        }
+    }
+    // A trusted tool's result can be poisoned too (a contact card, a shared document): an
+    // injection signal on any result taints the session.
+    if signals.injection && (untrusted || event.kind == EventKind::ToolCallResult) {
+        prov.injection = Some(source());
     }
     let private_tool =
         event.kind == EventKind::ToolCallResult && any(&cfg.private_tools, &event.tool_name);

@@ -79,8 +79,9 @@ static URL_HOST: LazyLock<Regex> = LazyLock::new(|| {
         .expect("url regex")
 });
 #[allow(clippy::expect_used)]
-static IBAN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?-u:\b)").expect("iban regex"));
+static IBAN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?-u:\b)").expect("iban regex")
+});
 #[allow(clippy::expect_used)]
 static NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\+?[0-9][0-9 ().-]{5,48}[0-9]").expect("number regex"));
