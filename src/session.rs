@@ -221,6 +221,10 @@ pub struct Session {
 }
 
 impl Session {
+    pub fn provenance(&self) -> Option<&Provenance> {
+        self.provenance.as_deref()
+    }
+
     fn new(id: &str) -> Session {
         Session {
             id: id.to_string(),

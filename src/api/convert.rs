@@ -294,6 +294,20 @@ pub fn session(
         findings: s.findings.iter().map(finding).collect(),
         pauses,
         last_seen: Some(timestamp(s.last_seen_at)),
+        provenance: s.provenance().map(|p| {
+            let describe = |src: &Option<crate::flow::provenance::Source>| {
+                src.as_ref().map(|s| s.describe()).unwrap_or_default()
+            };
+            proto::Provenance {
+                events: p.seq,
+                untrusted_values: p.untrusted_values() as u32,
+                trusted_values: p.trusted_values() as u32,
+                incomplete: p.incomplete(),
+                last_untrusted_source: describe(&p.untrusted_seen),
+                private_data_source: describe(&p.private_read),
+                injection_source: describe(&p.injection),
+            }
+        }),
     }
 }
 

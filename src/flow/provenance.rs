@@ -171,6 +171,19 @@ impl Provenance {
         self.flow_marks.get(rule).and_then(Option::as_ref)
     }
 
+    pub fn untrusted_values(&self) -> usize {
+        self.untrusted.len()
+    }
+
+    pub fn trusted_values(&self) -> usize {
+        self.trusted.len() + self.trusted_words.len()
+    }
+
+    /// Some untrusted value could not be kept.
+    pub fn incomplete(&self) -> bool {
+        self.untrusted_overflow
+    }
+
     /// Heap bytes held, for the memory figure in the docs: table slots at their capacity,
     /// plus the names kept.
     pub fn heap_bytes(&self) -> usize {
