@@ -19,7 +19,7 @@ use crate::engine::pipeline::Runtime;
 use crate::engine::{Call, Gate, Recorder};
 use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
-use crate::policy::{Policy, compile_file, default_policy};
+use crate::policy::{Mode, Policy, compile_file, default_policy};
 use crate::proto::guard_service_server::GuardServiceServer;
 use crate::proxy::mcp::{McpConfig, McpProxy};
 use crate::rules::CatalogMatcher;
@@ -55,6 +55,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             mcp_listen,
             mcp_upstream,
             mcp_upstream_timeout_s,
+            health_listen,
+            mode,
         } => {
             let mcp = match (mcp_listen, mcp_upstream) {
                 (None, None) => None,
@@ -108,6 +110,18 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     tracing: TraceConfig::from_env(),
                     approver_token: std::env::var(crate::api::APPROVER_TOKEN_ENV).ok(),
                     mcp,
+                    health_listen,
+                    mode: match mode.as_deref() {
+                        None => None,
+                        Some("enforce") => Some(Mode::Enforce),
+                        Some("shadow") => Some(Mode::Shadow),
+                        Some(m) => {
+                            return Err(UsageError(format!(
+                                "--mode `{m}`: expected enforce or shadow"
+                            ))
+                            .into());
+                        }
+                    },
                 };
                 let server = start(opts).await?;
                 tracing::info!(addr = %server.addr, "toolgate listening");
@@ -117,6 +131,37 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                 shutdown_signal().await;
                 tracing::info!("shutting down: draining calls in flight");
                 server.stop().await
+            })?;
+            Ok(Exit::Ok)
+        }
+        Command::Webhook {
+            tls_cert,
+            tls_key,
+            listen,
+            config,
+            log_format,
+        } => {
+            let config = crate::admission::InjectorConfig::load(config.as_deref())
+                .map_err(|e| UsageError(format!("--config: {e}")))?;
+            init_logging(&log_format);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            rt.block_on(async move {
+                let hook =
+                    crate::admission::server::start(crate::admission::server::WebhookOptions {
+                        listen,
+                        cert: tls_cert,
+                        key: tls_key,
+                        config,
+                    })
+                    .await
+                    .map_err(|e| UsageError(format!("webhook: {e:#}")))?;
+                tracing::info!(addr = %hook.addr, "toolgate injector listening");
+                shutdown_signal().await;
+                hook.stop().await;
+                anyhow::Ok(())
             })?;
             Ok(Exit::Ok)
         }
@@ -404,17 +449,24 @@ pub struct ServeOptions {
     pub approver_token: Option<String>,
     /// The MCP HTTP proxy (proxy mode); `None` leaves it off.
     pub mcp: Option<McpConfig>,
+    /// A plain listener with only `/healthz` and `/readyz`, for the kubelet's probes.
+    pub health_listen: Option<SocketAddr>,
+    /// Overrides the pack's `gateway.mode`, also after a reload.
+    pub mode: Option<Mode>,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
 pub struct Running {
     pub addr: SocketAddr,
     pub admin_addr: Option<SocketAddr>,
+    /// The plain health listener's bound address, when it runs.
+    pub health_addr: Option<SocketAddr>,
     /// The MCP proxy's bound address, when it runs.
     pub mcp_addr: Option<SocketAddr>,
     pub store: Arc<PolicyStore>,
     pub telemetry: Arc<Telemetry>,
     admin: Option<JoinHandle<()>>,
+    health: Option<JoinHandle<()>>,
     mcp: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<Result<(), tonic::transport::Error>>,
@@ -435,6 +487,9 @@ impl Running {
         }
         if let Some(a) = self.admin {
             let _ = a.await;
+        }
+        if let Some(h) = self.health {
+            let _ = h.await;
         }
         // Every call has finished. The log writer goes first: it also builds the decision
         // spans, so it must drain before the exporter flushes. Both block.
@@ -486,7 +541,10 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         ))
         .into());
     }
-    let policy = load_policy(opts.policy.as_ref(), opts.env.as_deref())?;
+    let mut policy = load_policy(opts.policy.as_ref(), opts.env.as_deref())?;
+    if let Some(m) = opts.mode {
+        policy.mode = m;
+    }
     for w in &policy.warnings {
         tracing::warn!(warning = %w, "policy warning");
     }
@@ -520,6 +578,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
             env: opts.env.clone(),
             store: store.clone(),
             observer: Some(telemetry.clone()),
+            mode: opts.mode,
         };
         tokio::spawn(r.run(shutdown_rx.clone()))
     });
@@ -535,6 +594,21 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 telemetry: telemetry.clone(),
             });
             let task = serve_http(listener, app, shutdown_rx.clone(), "admin server");
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
+    let (health_addr, health_http) = match opts.health_listen {
+        Some(a) => {
+            let listener = TcpListener::bind(a)
+                .await
+                .with_context(|| format!("cannot listen on {a} (health)"))?;
+            let addr = listener.local_addr()?;
+            let app = admin::health_router(AdminState {
+                store: store.clone(),
+                telemetry: telemetry.clone(),
+            });
+            let task = serve_http(listener, app, shutdown_rx.clone(), "health server");
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -616,10 +690,12 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     Ok(Running {
         addr,
         admin_addr,
+        health_addr,
         mcp_addr,
         store,
         telemetry,
         admin,
+        health: health_http,
         mcp,
         shutdown,
         server,

@@ -1,4 +1,4 @@
-//! Command line: `serve`, `check`, `validate`, `test`, `rules`, `pauses`.
+//! Command line: `serve`, `webhook`, `check`, `validate`, `test`, `rules`, `pauses`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -57,6 +57,29 @@ pub enum Command {
         /// tool call (from forwarding); at most 86400.
         #[arg(long, default_value_t = 120)]
         mcp_upstream_timeout_s: u64,
+        /// A plain HTTP listener with only `/healthz` and `/readyz` (for the kubelet, which
+        /// probes the pod IP); off when unset.
+        #[arg(long)]
+        health_listen: Option<SocketAddr>,
+        /// `enforce` or `shadow`: overrides the pack's `gateway.mode`, also after reloads.
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
+    /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.
+    Webhook {
+        #[arg(long)]
+        tls_cert: PathBuf,
+        #[arg(long)]
+        tls_key: PathBuf,
+        #[arg(long, default_value = "0.0.0.0:8443")]
+        listen: SocketAddr,
+        /// Injector settings (YAML): image, ports, resources, OTEL_* env, default policy.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Log format on stderr: `json` or `text`.
+        #[arg(long, default_value = "json")]
+        log_format: String,
     },
     /// Evaluate one event (JSON file, or `-` for stdin) and print the Decision as JSON. The
     /// scan budget is lifted so the answer does not depend on machine load.

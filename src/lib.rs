@@ -1,5 +1,6 @@
 //! toolgate: a gRPC sidecar that decides, per agent event, ALLOW, REDACT, RETRY, PAUSE or STOP.
 
+pub mod admission;
 pub mod api;
 pub mod app;
 pub mod cli;

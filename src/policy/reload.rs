@@ -27,6 +27,8 @@ pub struct Reloader {
     pub env: Option<String>,
     pub store: Arc<PolicyStore>,
     pub observer: Option<Arc<dyn ReloadObserver>>,
+    /// `serve --mode`: kept over whatever the reloaded pack says.
+    pub mode: Option<super::Mode>,
 }
 
 fn digest(bytes: &[u8]) -> [u8; 32] {
@@ -37,7 +39,10 @@ impl Reloader {
     /// Tries one reload now; returns true when a new policy was swapped in.
     pub fn reload_now(&self) -> bool {
         match compile_file(&self.path, self.env.as_deref()) {
-            Ok(policy) => {
+            Ok(mut policy) => {
+                if let Some(m) = self.mode {
+                    policy.mode = m;
+                }
                 for w in &policy.warnings {
                     tracing::warn!(policy = %self.path.display(), warning = %w, "policy warning");
                 }

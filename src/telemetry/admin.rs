@@ -29,6 +29,15 @@ pub fn router(state: AdminState) -> Router {
         .with_state(state)
 }
 
+/// Only `/healthz` and `/readyz`: what the kubelet probes on the pod IP, with nothing else
+/// of the admin surface exposed there.
+pub fn health_router(state: AdminState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(state)
+}
+
 async fn metrics(State(s): State<AdminState>) -> Response {
     (
         [(

@@ -41,6 +41,8 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         }
     };
     start(ServeOptions {
+        health_listen: None,
+        mode: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

@@ -186,6 +186,8 @@ async fn proxy_with(
     };
     let log = dir.path().join("decisions.log");
     let running = start(ServeOptions {
+        health_listen: None,
+        mode: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

@@ -8,3 +8,4 @@ mod readme;
 mod reload;
 mod timebox;
 mod tracing;
+mod webhook;

@@ -26,6 +26,8 @@ async fn metrics_admin_endpoints_and_decision_log() {
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("decisions.log");
     let s = start(ServeOptions {
+        health_listen: None,
+        mode: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(default_pack_file(dir.path())),
         env: None,
@@ -158,4 +160,43 @@ async fn metrics_admin_endpoints_and_decision_log() {
         lines[2]["replay"]["output"],
         "token [REDACTED:github_token]"
     );
+}
+
+#[tokio::test]
+async fn the_health_listener_serves_probes_only_and_mode_overrides_the_pack() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(ServeOptions {
+        health_listen: Some("127.0.0.1:0".parse().unwrap()),
+        mode: Some(toolgate::policy::Mode::Shadow),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(default_pack_file(dir.path())),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+    })
+    .await
+    .unwrap();
+    let health = s.health_addr.unwrap();
+    assert_eq!(get(health, "/healthz").await, (200, "ok\n".into()));
+    assert_eq!(get(health, "/readyz").await.0, 200);
+    assert_eq!(
+        get(health, "/metrics").await.0,
+        404,
+        "metrics stay off the pod IP"
+    );
+    assert_eq!(get(health, "/policy").await.0, 404);
+    // Shadow mode: the would-be STOP is reported, the call allowed.
+    let d = client(&s)
+        .await
+        .tool_call_start(start_req("shell.exec", r#"{"command":"rm -rf /"}"#))
+        .await
+        .unwrap()
+        .decision();
+    assert_eq!(d.action(), toolgate::proto::Action::Allow);
+    assert_eq!(d.shadow_action(), toolgate::proto::Action::Stop);
+    s.stop().await.unwrap();
 }

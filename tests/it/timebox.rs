@@ -25,6 +25,8 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
     assert!(toolgate::policy::DEFAULT_PACK.contains("timeout_ms: 5,"));
     let log = dir.join("decisions.log");
     let s = start(ServeOptions {
+        health_listen: None,
+        mode: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy.clone()),
         env: None,
