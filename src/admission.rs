@@ -34,7 +34,7 @@ const POLICY_DIR: &str = "/etc/toolgate";
 const RUN_AS_USER: i64 = 65532;
 
 /// The injector's settings (`--config FILE`, YAML); every key has a default.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InjectorConfig {
     pub image: String,

@@ -137,12 +137,20 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Webhook {
             tls_cert,
             tls_key,
+            check_config,
             listen,
             config,
             log_format,
         } => {
             let config = crate::admission::InjectorConfig::load(config.as_deref())
                 .map_err(|e| UsageError(format!("--config: {e}")))?;
+            if check_config {
+                write_stdout(&format!("{}\n", serde_json::to_string_pretty(&config)?))?;
+                return Ok(Exit::Ok);
+            }
+            let (Some(tls_cert), Some(tls_key)) = (tls_cert, tls_key) else {
+                return Err(UsageError("webhook needs --tls-cert and --tls-key".into()).into());
+            };
             init_logging(&log_format);
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

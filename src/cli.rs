@@ -68,10 +68,13 @@ pub enum Command {
     /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
     /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.
     Webhook {
+        #[arg(long, required_unless_present = "check_config")]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, required_unless_present = "check_config")]
+        tls_key: Option<PathBuf>,
+        /// Read and check `--config`, print the settings in effect as JSON, and exit.
         #[arg(long)]
-        tls_cert: PathBuf,
-        #[arg(long)]
-        tls_key: PathBuf,
+        check_config: bool,
         #[arg(long, default_value = "0.0.0.0:8443")]
         listen: SocketAddr,
         /// Injector settings (YAML): image, ports, resources, OTEL_* env, default policy.

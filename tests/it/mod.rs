@@ -1,6 +1,7 @@
 mod cli;
 mod common;
 mod deep;
+mod deploy;
 mod grpc;
 mod mcp;
 mod observability;
