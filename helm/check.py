@@ -27,7 +27,7 @@ VALUE_SETS = {
     "cert-manager": {"certManager": {"enabled": True}},
     "cert-manager-issuer": {"certManager": {"enabled": True, "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}},
     "standalone": {"standalone": {"enabled": True}, "otlp": {"endpoint": "http://otel-collector.observability:4317"}},
-    "no-native-sidecars": {"sidecar": {"nativeSidecar": False, "mode": "shadow"}, "webhook": {"failurePolicy": "Ignore"}},
+    "no-native-sidecars": {"sidecar": {"nativeSidecar": False, "mode": "shadow", "policyConfigMap": "team-policy"}, "webhook": {"failurePolicy": "Ignore"}},
     "custom-pack": {"policy": {"pack": "policy_pack: team\nversion: \"1\"\nsync_rules:\n  - { id: secrets }\n", "validate": False}},
 }
 

@@ -47,7 +47,9 @@ pub struct InjectorConfig {
     /// kubelet can probe it; metrics and the policy stay on localhost.
     pub health_port: i32,
     pub mcp_port: i32,
-    /// The policy ConfigMap a pod gets without a `toolgate.dev/policy` annotation.
+    /// The policy ConfigMap a pod gets without a `toolgate.dev/policy` annotation. It must
+    /// exist in the pod's namespace (a pod mounts only its own namespace's ConfigMaps);
+    /// empty: the sidecar serves the pack embedded in the binary.
     pub policy_configmap: String,
     /// The key in the ConfigMap that holds the pack.
     pub policy_key: String,
@@ -75,7 +77,7 @@ impl Default for InjectorConfig {
             grpc_port: 50051,
             health_port: 9902,
             mcp_port: 8808,
-            policy_configmap: "toolgate-default-policy".into(),
+            policy_configmap: String::new(),
             policy_key: "policy.yaml".into(),
             mode: "enforce".into(),
             cpu_request: "50m".into(),
@@ -294,11 +296,12 @@ fn patch(
         .get(POLICY_ANNOTATION)
         .cloned()
         .unwrap_or_else(|| cfg.policy_configmap.clone());
-    if !is_dns_label(&policy) {
+    if !policy.is_empty() && !is_dns_label(&policy) {
         return Err(format!(
             "annotation `{POLICY_ANNOTATION}` must name a ConfigMap, got `{policy}`"
         ));
     }
+    let policy = (!policy.is_empty()).then_some(policy);
     let upstream = annotations.get(UPSTREAM_ANNOTATION).cloned();
     if let Some(u) = &upstream
         && !(u.starts_with("http://") || u.starts_with("https://"))
@@ -355,18 +358,20 @@ fn patch(
     } else {
         ops.push(json!({"op": "add", "path": "/spec/containers/-", "value": container}));
     }
-    let volume = Volume {
-        name: POLICY_VOLUME.into(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: policy,
+    if let Some(name) = policy {
+        let volume = Volume {
+            name: POLICY_VOLUME.into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name,
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let volume = serde_json::to_value(&volume).map_err(|e| e.to_string())?;
-    match &spec.volumes {
-        None => ops.push(json!({"op": "add", "path": "/spec/volumes", "value": [volume]})),
-        Some(_) => ops.push(json!({"op": "add", "path": "/spec/volumes/-", "value": volume})),
+        };
+        let volume = serde_json::to_value(&volume).map_err(|e| e.to_string())?;
+        match &spec.volumes {
+            None => ops.push(json!({"op": "add", "path": "/spec/volumes", "value": [volume]})),
+            Some(_) => ops.push(json!({"op": "add", "path": "/spec/volumes/-", "value": volume})),
+        }
     }
     let mut app_env = vec![EnvVar {
         name: "TOOLGATE_ADDR".into(),
@@ -404,22 +409,26 @@ fn patch(
 fn sidecar(
     cfg: &InjectorConfig,
     mode: &str,
-    proxy: bool,
+    mounted_policy: bool,
     upstream: Option<&str>,
     resources: ResourceRequirements,
 ) -> Container {
-    let mut args = vec![
-        "serve".to_string(),
-        "--policy".into(),
-        format!("{POLICY_DIR}/{}", cfg.policy_key),
+    let mut args = vec!["serve".to_string()];
+    if mounted_policy {
+        args.extend([
+            "--policy".into(),
+            format!("{POLICY_DIR}/{}", cfg.policy_key),
+        ]);
+    }
+    args.extend([
         "--listen".into(),
         format!("127.0.0.1:{}", cfg.grpc_port),
         "--health-listen".into(),
         format!("0.0.0.0:{}", cfg.health_port),
         "--mode".into(),
         mode.to_string(),
-    ];
-    if let (true, Some(u)) = (proxy, upstream) {
+    ]);
+    if let Some(u) = upstream {
         args.extend([
             "--mcp-listen".into(),
             format!("127.0.0.1:{}", cfg.mcp_port),
@@ -477,12 +486,14 @@ fn sidecar(
             }),
             ..Default::default()
         }),
-        volume_mounts: Some(vec![VolumeMount {
-            name: POLICY_VOLUME.into(),
-            mount_path: POLICY_DIR.into(),
-            read_only: Some(true),
-            ..Default::default()
-        }]),
+        volume_mounts: mounted_policy.then(|| {
+            vec![VolumeMount {
+                name: POLICY_VOLUME.into(),
+                mount_path: POLICY_DIR.into(),
+                read_only: Some(true),
+                ..Default::default()
+            }]
+        }),
         ..Default::default()
     }
 }

@@ -153,10 +153,8 @@ async fn an_annotated_pod_gets_a_native_sidecar_its_policy_and_the_address() {
     assert_eq!(tg.restart_policy.as_deref(), Some("Always"));
     assert_eq!(tg.image.as_deref(), Some("registry.example/toolgate:0.1.0"));
     let args = tg.args.as_ref().unwrap().join(" ");
-    assert!(
-        args.contains("serve --policy /etc/toolgate/policy.yaml --listen 127.0.0.1:50051"),
-        "{args}"
-    );
+    // No policy annotation and none configured: the pack embedded in the binary.
+    assert!(args.starts_with("serve --listen 127.0.0.1:50051"), "{args}");
     assert!(args.contains("--health-listen 0.0.0.0:9902"), "{args}");
     assert!(args.contains("--mode enforce"), "{args}");
     // The kubelet probes the pod IP: the probes go to the health listener bound there.
@@ -185,11 +183,7 @@ async fn an_annotated_pod_gets_a_native_sidecar_its_policy_and_the_address() {
         env_of(tg, "OTEL_EXPORTER_OTLP_ENDPOINT"),
         Some("http://otel-collector.observability:4317")
     );
-    let vol = &spec.volumes.as_ref().unwrap()[0];
-    assert_eq!(
-        vol.config_map.as_ref().unwrap().name,
-        "toolgate-default-policy"
-    );
+    assert!(spec.volumes.is_none() && tg.volume_mounts.is_none());
     let agent = &spec.containers[0];
     assert_eq!(
         env_of(agent, "TOOLGATE_ADDR"),
@@ -301,6 +295,14 @@ async fn existing_init_containers_volumes_and_env_are_kept() {
     );
     let tg = sidecar(&pod).unwrap();
     let args = tg.args.as_ref().unwrap().join(" ");
+    assert!(
+        args.contains("serve --policy /etc/toolgate/policy.yaml"),
+        "{args}"
+    );
+    assert!(
+        args.contains("serve --policy /etc/toolgate/policy.yaml"),
+        "{args}"
+    );
     assert!(args.contains("--mode shadow"), "{args}");
     assert!(
         args.contains(
