@@ -484,11 +484,9 @@ fn trust(text: &str, cfg: &FlowConfig, prov: &mut Provenance) {
     // A name the user wrote (`post it in #general`) is trusted as a whole word too.
     for w in text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'')) {
         let w = w.trim_end_matches(['.', '!', '?', ':']);
-        if w.len() >= 2 && w.len() <= 64 {
-            let v = Value {
-                kind: ValueKind::Name,
-                text: w.to_lowercase(),
-            };
+        if (2..=64).contains(&w.len())
+            && let Some(v) = values::name(w)
+        {
             prov.add_trusted_word(v.key(), MAX_TRUSTED_WORDS);
         }
     }
