@@ -147,6 +147,22 @@ impl Event {
                     role: None,
                 });
             }
+            // Code that runs a program from an argv list (`subprocess.run(['rm', '-rf',
+            // p])`, `spawn("git", ["push", "--force"])`) names the command in pieces; the
+            // command line those pieces make is what command rules must read.
+            let argv: Vec<String> = out[start..]
+                .iter()
+                .filter(|f| f.kind == FieldKind::Arguments)
+                .filter_map(|f| argv_lines(&f.text))
+                .collect();
+            if !argv.is_empty() {
+                out.push(Field {
+                    kind: FieldKind::ArgumentsJoined,
+                    path: "$".into(),
+                    text: Cow::Owned(argv.join("\n")),
+                    role: None,
+                });
+            }
         }
         if !self.output.is_empty() {
             out.push(Field::borrowed(
@@ -272,6 +288,130 @@ impl<'a> Field<'a> {
 const JOINED_LEAF_MAX: usize = 256;
 
 /// The short leaves joined by spaces, when there are at least two of them.
+/// Lists of quoted strings read from one code text at most: a script with more is read
+/// for its first ones only, the rest still scanned as plain text.
+const MAX_ARGV_LISTS: usize = 64;
+/// Items of one list kept; longer lists are data, not command lines.
+const MAX_ARGV_ITEMS: usize = 64;
+
+/// The command lines that list literals of quoted strings in `text` make: `['rm', '-rf',
+/// "/x"]` or `("git", "push")` becomes `rm -rf /x`, one line per list. `None` when the text
+/// has no such list of two or more items.
+pub fn argv_lines(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    // Cheap screen: an opening bracket right before a quote, as every such list has.
+    let opener = |w: &[u8]| matches!(w, [b'[' | b'(', b'\'' | b'"']);
+    if !b.windows(2).any(opener) && !b.windows(3).any(|w| opener(&[w[0], w[2]]) && w[1] == b' ') {
+        return None;
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < b.len() && lines.len() < MAX_ARGV_LISTS {
+        let Some(off) = memchr::memchr2(b'[', b'(', &b[i..]) else {
+            break;
+        };
+        let open = i + off;
+        let close = if b[open] == b'[' { b']' } else { b')' };
+        let (items, end) = quoted_list(b, open + 1, close);
+        if items.len() >= 2 && (is_call_argument(b, open) || has_operand(&items)) {
+            lines.push(items.join(" "));
+        }
+        i = end.max(open + 1);
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// The list is the first argument of a call (`run([...])`, `Popen(["git", ...])`).
+fn is_call_argument(b: &[u8], open: usize) -> bool {
+    if b[open] == b'(' {
+        return true;
+    }
+    b[..open]
+        .iter()
+        .rev()
+        .find(|c| !c.is_ascii_whitespace())
+        .is_some_and(|&c| c == b'(')
+}
+
+/// A list that reads like a command line: an option, a path or a variable after the
+/// program. `['rm', 'cp', 'mv']` in documentation is a list of names, not a command.
+fn has_operand(items: &[String]) -> bool {
+    items[1..].iter().any(|i| {
+        i.starts_with(['-', '/', '.', '~'])
+            || i.bytes()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+                && i.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                && i.len() > 1
+                && !i.bytes().all(|c| c.is_ascii_lowercase())
+    })
+}
+
+/// Reads `'a', "b", ...` up to `close` from `at`; returns the items and where reading
+/// stopped. Anything but quoted strings and commas ends the list (it is not an argv).
+fn quoted_list(b: &[u8], mut at: usize, close: u8) -> (Vec<String>, usize) {
+    let mut items = Vec::new();
+    loop {
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let Some(&q) = b.get(at) else {
+            return (Vec::new(), at);
+        };
+        if q == close {
+            return (items, at + 1);
+        }
+        if q != b'\'' && q != b'"' {
+            // A variable or expression after the program name (`['rm', '-rf', path]`)
+            // stands for its value: kept as written. The program itself must be quoted.
+            if items.is_empty() {
+                return (Vec::new(), at);
+            }
+            let end = b[at..]
+                .iter()
+                .position(|&c| {
+                    c == b','
+                        || c == close
+                        || matches!(c, b'(' | b'[' | b'{' | b'\n' | b'\'' | b'"')
+                })
+                .map_or(b.len(), |p| at + p);
+            if end == b.len() || !(b[end] == b',' || b[end] == close) || end - at > 128 {
+                return (Vec::new(), end);
+            }
+            if items.len() < MAX_ARGV_ITEMS {
+                items.push(String::from_utf8_lossy(&b[at..end]).trim().to_string());
+            }
+            at = end;
+            if b[at] == close {
+                return (items, at + 1);
+            }
+            at += 1;
+            continue;
+        }
+        let start = at + 1;
+        let Some(len) = memchr::memchr(q, &b[start..]) else {
+            return (Vec::new(), b.len());
+        };
+        // A backslash-escaped quote inside an item is rare in argv lists; such an item
+        // ends the list rather than being half read.
+        if b[start..start + len].contains(&b'\\') {
+            return (Vec::new(), start + len + 1);
+        }
+        if items.len() < MAX_ARGV_ITEMS {
+            items.push(String::from_utf8_lossy(&b[start..start + len]).into_owned());
+        }
+        at = start + len + 1;
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        match b.get(at) {
+            Some(b',') => at += 1,
+            Some(&c) if c == close => return (items, at + 1),
+            _ => return (Vec::new(), at),
+        }
+    }
+}
+
 fn joined_view(leaves: &[Field<'_>]) -> Option<String> {
     let short: Vec<&str> = leaves
         .iter()
@@ -525,6 +665,50 @@ pub fn is_invisible(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn argv_lists_in_code_read_as_command_lines() {
+        let got = |t: &str| argv_lines(t);
+        assert_eq!(
+            got("subprocess.run(['rm', '-rf', '/home/user/data'])").as_deref(),
+            Some("rm -rf /home/user/data")
+        );
+        assert_eq!(
+            got("subprocess.Popen((\"git\", \"push\", \"--force\"))").as_deref(),
+            Some("git push --force")
+        );
+        assert_eq!(
+            got("run(['rm', '-rf', path])").as_deref(),
+            Some("rm -rf path")
+        );
+        assert_eq!(
+            got("a = ['ls', '-la']\nb = run(['git', 'status'])").as_deref(),
+            Some("ls -la\ngit status")
+        );
+        // Not command lines: names in a list, one item, nested calls, no quotes.
+        assert_eq!(got("BLOCKED = ['rm', 'cp', 'mv']"), None);
+        assert_eq!(got("run(['ls'])"), None);
+        assert_eq!(got("x = [f(a), g(b)]"), None);
+        assert_eq!(got("plain text without lists"), None);
+        assert_eq!(
+            got("['rm', '-rf', '/x'"),
+            None,
+            "an unclosed list is not read"
+        );
+    }
+
+    #[test]
+    fn a_code_argument_gets_a_joined_argv_field() {
+        let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+        e.arguments = Some(serde_json::json!({"code": "subprocess.run(['rm', '-rf', '/srv'])"}));
+        let fields = e.fields();
+        let joined: Vec<&str> = fields
+            .iter()
+            .filter(|f| f.kind == FieldKind::ArgumentsJoined)
+            .map(|f| f.text.as_ref())
+            .collect();
+        assert_eq!(joined, vec!["rm -rf /srv"]);
+    }
     use serde_json::json;
 
     #[test]

@@ -688,6 +688,26 @@ const FILE_DELETE: &[PatternDef] = &[
     ),
 ];
 
+/// Writes to files through language APIs: the seed's MEDIUM. Shell redirects are left out:
+/// `>` is in every comparison in code, and system paths have their own rule.
+const FILE_WRITE: &[PatternDef] = &[
+    pattern(
+        "python_open_write",
+        r#"(?-u:\b)open\s*\([^()\n]{0,200}?,\s*(?:mode\s*=\s*)?[rb]?["'][rb]?[wax]b?\+?["']"#,
+        &["open"],
+    ),
+    pattern(
+        "path_write",
+        r"\.write_(?:text|bytes)\s*\(",
+        &[".write_text", ".write_bytes"],
+    ),
+    pattern(
+        "node_write",
+        r"(?-u:\b)(?:fs|fsp|fse|fs\.promises)\.(?:writefile|writefilesync|appendfile|appendfilesync|createwritestream|outputfile)\s*\(",
+        &["writefile", "appendfile", "createwritestream", "outputfile"],
+    ),
+];
+
 const FILE_WRITE_SYSTEM: &[PatternDef] = &[
     // A `->` arrow (`python -> /usr/bin/python3`) or `=>` is not a redirect.
     pattern(
@@ -1418,7 +1438,7 @@ pub static CATALOG: &[CatalogRule] = &[
         fields: COMMAND_FIELDS,
         roles: &[],
         action: Action::Retry,
-        level: RiskLevel::High,
+        level: RiskLevel::Critical,
         reason: "recursive delete can destroy data that cannot be restored",
         reversible: false,
         tags: &["destructive", "shell"],
@@ -1571,13 +1591,30 @@ pub static CATALOG: &[CatalogRule] = &[
         fields: COMMAND_AND_TOOL_FIELDS,
         roles: &[],
         action: Action::Allow,
-        level: RiskLevel::Medium,
+        level: RiskLevel::High,
         reason: "the call deletes files",
         reversible: false,
         tags: &["filesystem", "delete"],
         replacement: "",
         effects: NO_EFFECTS,
         matcher: CatalogMatcher::Patterns(FILE_DELETE),
+        config_keys: &[],
+        default_enabled: true,
+    },
+    CatalogRule {
+        id: "file-write",
+        description: "File writes through language APIs: open(..., 'w'), Path.write_text, fs.writeFile.",
+        events: COMMAND_EVENTS,
+        fields: COMMAND_FIELDS,
+        roles: &[],
+        action: Action::Allow,
+        level: RiskLevel::Medium,
+        reason: "the code writes files",
+        reversible: true,
+        tags: &["filesystem", "write"],
+        replacement: "",
+        effects: NO_EFFECTS,
+        matcher: CatalogMatcher::Patterns(FILE_WRITE),
         config_keys: &[],
         default_enabled: true,
     },
@@ -2221,6 +2258,26 @@ mod tests {
             ],
         },
         Cases {
+            id: "file-write",
+            hit: &[
+                "open('out.txt', 'w')",
+                "with open(path, mode='ab') as f:",
+                "open(\"log.txt\", \"a+\")",
+                "Path('report.md').write_text(body)",
+                "p.write_bytes(data)",
+                "fs.writeFileSync('out.json', text)",
+                "await fs.promises.appendFile(log, line)",
+            ],
+            miss: &[
+                "open('in.txt')",
+                "open(path, 'r')",
+                "open(path, 'rb')",
+                "reopen the ticket, 'w' is a letter",
+                "fs.readFileSync(file)",
+                "the door was open, we wrote it down",
+            ],
+        },
+        Cases {
             id: "file-write-system",
             hit: &[
                 "echo '127.0.0.1 evil' >> /etc/hosts",
@@ -2617,7 +2674,7 @@ mod tests {
         use Action::*;
         use RiskLevel::*;
         let expected = [
-            ("destructive-shell", Retry, High),
+            ("destructive-shell", Retry, Critical),
             ("dangerous-path-delete", Stop, Critical),
             ("disk-format", Stop, Critical),
             ("sql-destructive", Retry, Critical),
@@ -2626,7 +2683,8 @@ mod tests {
             ("git-force-push", Retry, High),
             ("git-hard-reset", Retry, Medium),
             ("sudo", Retry, High),
-            ("file-delete", Allow, Medium),
+            ("file-delete", Allow, High),
+            ("file-write", Allow, Medium),
             ("file-write-system", Retry, High),
             ("file-read-sensitive", Retry, High),
             ("subprocess-exec", Allow, Medium),
