@@ -57,7 +57,30 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             mcp_upstream_timeout_s,
             health_listen,
             mode,
+            listen_unix,
+            unix_mode,
         } => {
+            let unix = match listen_unix {
+                None => None,
+                Some(p) => {
+                    let path = p.strip_prefix("unix://").unwrap_or(&p);
+                    if path.is_empty() {
+                        return Err(UsageError("--listen-unix: give a socket path".into()).into());
+                    }
+                    let mode = u32::from_str_radix(&unix_mode, 8)
+                        .ok()
+                        .filter(|m| *m <= 0o777)
+                        .ok_or_else(|| {
+                            UsageError(format!(
+                                "--unix-mode `{unix_mode}`: expected an octal mode such as 660"
+                            ))
+                        })?;
+                    Some(UnixListen {
+                        path: PathBuf::from(path),
+                        mode,
+                    })
+                }
+            };
             let mcp = match (mcp_listen, mcp_upstream) {
                 (None, None) => None,
                 (Some(listen), Some(upstream)) => Some(McpConfig {
@@ -111,6 +134,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     approver_token: std::env::var(crate::api::APPROVER_TOKEN_ENV).ok(),
                     mcp,
                     health_listen,
+                    unix,
                     mode: match mode.as_deref() {
                         None => None,
                         Some("enforce") => Some(Mode::Enforce),
@@ -461,6 +485,17 @@ pub struct ServeOptions {
     pub health_listen: Option<SocketAddr>,
     /// Overrides the pack's `gateway.mode`, also after a reload.
     pub mode: Option<Mode>,
+    /// GuardService on a Unix domain socket too (the sidecar-on-localhost case), with these
+    /// file permissions.
+    pub unix: Option<UnixListen>,
+}
+
+/// A Unix domain socket to serve on.
+#[derive(Debug, Clone)]
+pub struct UnixListen {
+    pub path: PathBuf,
+    /// File mode of the socket, e.g. 0o660: who on the host may connect.
+    pub mode: u32,
 }
 
 /// A running server: its bound address, its policy store, and the handle to stop it.
@@ -478,6 +513,7 @@ pub struct Running {
     mcp: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<Result<(), tonic::transport::Error>>,
+    unix: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     reloader: Option<JoinHandle<()>>,
 }
 
@@ -489,6 +525,9 @@ impl Running {
             let _ = r.await;
         }
         self.server.await.context("server task failed")??;
+        if let Some(u) = self.unix {
+            u.await.context("unix socket server task failed")??;
+        }
         // The proxy records decisions too: it drains before the log and the exporter close.
         if let Some(m) = self.mcp {
             let _ = m.await;
@@ -678,14 +717,19 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let addr = listener.local_addr()?;
     let mut stop_rx = shutdown_rx.clone();
-    let server = Server::builder()
+    let router = Server::builder()
         // Shed before anything else: past the limit a call fails fast with UNAVAILABLE
         // instead of waiting in an unbounded queue.
         .layer(ShedLayer::new(opts.max_in_flight.max(1)))
         .add_service(guard)
         .add_service(health_service)
         .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
+        .add_service(reflection_v1alpha);
+    let unix = match &opts.unix {
+        Some(u) => Some(serve_unix(u, router.clone(), shutdown_rx.clone())?),
+        None => None,
+    };
+    let server = router
         // TCP_NODELAY on every accepted connection: without it a small answer can wait for
         // the client's delayed ACK (tens of milliseconds) before it leaves.
         .serve_with_incoming_shutdown(
@@ -707,6 +751,41 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         mcp,
         shutdown,
         server,
+        unix,
         reloader,
     })
+}
+
+/// Serves the same services on a Unix domain socket. A stale socket file from an earlier
+/// run is replaced; any other file at the path is an error, not something to delete.
+fn serve_unix(
+    u: &UnixListen,
+    router: tonic::transport::server::Router<
+        tower::layer::util::Stack<ShedLayer, tower::layer::util::Identity>,
+    >,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<JoinHandle<Result<(), tonic::transport::Error>>> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(meta) = std::fs::symlink_metadata(&u.path) {
+        if !meta.file_type().is_socket() {
+            return Err(UsageError(format!(
+                "--listen-unix {}: a file that is not a socket is already there",
+                u.path.display()
+            ))
+            .into());
+        }
+        std::fs::remove_file(&u.path)
+            .with_context(|| format!("cannot replace the old socket {}", u.path.display()))?;
+    }
+    let listener = tokio::net::UnixListener::bind(&u.path)
+        .with_context(|| format!("cannot listen on {}", u.path.display()))?;
+    std::fs::set_permissions(&u.path, std::fs::Permissions::from_mode(u.mode))
+        .with_context(|| format!("cannot set the mode of {}", u.path.display()))?;
+    let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+    Ok(tokio::spawn(router.serve_with_incoming_shutdown(
+        incoming,
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        },
+    )))
 }

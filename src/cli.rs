@@ -64,6 +64,13 @@ pub enum Command {
         /// `enforce` or `shadow`: overrides the pack's `gateway.mode`, also after reloads.
         #[arg(long)]
         mode: Option<String>,
+        /// Also serve GuardService on this Unix domain socket (`/run/toolgate/guard.sock`,
+        /// or `unix:///run/toolgate/guard.sock`).
+        #[arg(long)]
+        listen_unix: Option<String>,
+        /// File mode of the Unix socket, in octal: who on the host may connect.
+        #[arg(long, default_value = "660")]
+        unix_mode: String,
     },
     /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
     /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.

@@ -401,3 +401,77 @@ async fn an_address_from_a_tool_result_pauses_the_mail_and_get_session_says_why(
     assert!(!p.incomplete);
     s.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("guard.sock");
+    let s = toolgate::app::start(toolgate::app::ServeOptions {
+        health_listen: None,
+        mode: None,
+        unix: Some(toolgate::app::UnixListen {
+            path: sock.clone(),
+            mode: 0o600,
+        }),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: None,
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+    })
+    .await
+    .unwrap();
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // The URI is only a placeholder: the connector dials the socket.
+    let path = sock.clone();
+    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let path = path.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            }
+        }))
+        .await
+        .unwrap();
+    let mut c = toolgate::proto::guard_service_client::GuardServiceClient::new(channel);
+    let d = c
+        .tool_call_start(start_req("shell.exec", r#"{"command":"rm -rf /"}"#))
+        .await
+        .unwrap()
+        .decision();
+    assert_eq!(d.action(), Action::Stop);
+    s.stop().await.unwrap();
+
+    // A path that holds something other than a socket is refused, never deleted.
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, "data").unwrap();
+    let err = toolgate::app::start(toolgate::app::ServeOptions {
+        health_listen: None,
+        mode: None,
+        unix: Some(toolgate::app::UnixListen {
+            path: file.clone(),
+            mode: 0o660,
+        }),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: None,
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+    })
+    .await
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("not a socket"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "data");
+}

@@ -188,6 +188,7 @@ async fn proxy_with(
     let running = start(ServeOptions {
         health_listen: None,
         mode: None,
+        unix: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

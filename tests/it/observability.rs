@@ -28,6 +28,7 @@ async fn metrics_admin_endpoints_and_decision_log() {
     let s = start(ServeOptions {
         health_listen: None,
         mode: None,
+        unix: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(default_pack_file(dir.path())),
         env: None,
@@ -168,6 +169,7 @@ async fn the_health_listener_serves_probes_only_and_mode_overrides_the_pack() {
     let s = start(ServeOptions {
         health_listen: Some("127.0.0.1:0".parse().unwrap()),
         mode: Some(toolgate::policy::Mode::Shadow),
+        unix: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(default_pack_file(dir.path())),
         env: None,

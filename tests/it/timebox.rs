@@ -27,6 +27,7 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
     let s = start(ServeOptions {
         health_listen: None,
         mode: None,
+        unix: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy.clone()),
         env: None,
