@@ -475,3 +475,90 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
     assert!(err.to_string().contains("not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "data");
 }
+
+/// SIGTERM drains: every decision a caller received has its line in the decision log, also
+/// for calls in flight when the signal came, and the process exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_and_every_decision_made_is_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("decisions.jsonl");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--listen", &addr, "--admin-listen", "off"])
+        .arg("--decision-log")
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let channel = loop {
+        match tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+        {
+            Ok(c) => break c,
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("toolgate did not start: {e}"),
+        }
+    };
+    let decided = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let run = |n: usize, offset: usize| {
+        let mut set = tokio::task::JoinSet::new();
+        for w in 0..16 {
+            let mut c =
+                toolgate::proto::guard_service_client::GuardServiceClient::new(channel.clone());
+            let decided = decided.clone();
+            set.spawn(async move {
+                for i in (w..n).step_by(16) {
+                    let mut r = start_req("shell.exec", r#"{"command":"ls -la"}"#);
+                    r.context = ctx(&format!("drain-{}", offset + i));
+                    if c.tool_call_start(r).await.is_ok() {
+                        decided.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        set
+    };
+    let mut first = run(2000, 0);
+    while first.join_next().await.is_some() {}
+    assert_eq!(decided.load(std::sync::atomic::Ordering::SeqCst), 2000);
+    // More calls, and the signal while they are in flight.
+    let mut second = run(2000, 2000);
+    while decided.load(std::sync::atomic::Ordering::SeqCst) < 2200 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    while second.join_next().await.is_some() {}
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let lines = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let made = decided.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(made >= 2200, "{made}");
+    // Every decision a caller received is in the log. A decision made as the connection
+    // closed may be logged without reaching its caller, so the log may hold a few more.
+    assert!(
+        lines >= made && lines <= 4000,
+        "{lines} lines for {made} decisions received"
+    );
+}
