@@ -263,9 +263,30 @@ fn injection_scan(c: &mut Criterion) {
     g.finish();
 }
 
+/// The `injection-model` classifier alone on the same texts.
+fn injection_model(c: &mut Criterion) {
+    let mut g = c.benchmark_group("injection_model");
+    let model = toolgate::deep::model::built_in().expect("the built-in weights load");
+    for size in [1024, 16 * 1024, 64 * 1024] {
+        let kinds: [(&str, TextMaker); 3] = [
+            ("web_page", web_page),
+            ("json", json_listing),
+            ("logs", logs),
+        ];
+        for (kind, make) in kinds {
+            let text = make(size);
+            g.throughput(criterion::Throughput::Bytes(text.len() as u64));
+            g.bench_function(format!("{kind}_{}KB", size / 1024), |b| {
+                b.iter(|| black_box(model.logit(black_box(&text))))
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5));
-    targets = bench, injection_scan
+    targets = bench, injection_scan, injection_model
 }
 criterion_main!(benches);

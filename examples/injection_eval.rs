@@ -2,7 +2,9 @@
 //! with the embedded default pack, each text as a `tool_call_result`, and prints how many
 //! attacks were flagged and how many benign texts were blocked.
 //!
-//!     cargo run --release --example injection_eval -- target/eval/injection/heldout.jsonl
+//!     cargo run --release --example injection_eval -- target/eval/injection/heldout.jsonl [--with-model]
+//!
+//! `--with-model` adds the `injection-model` deep rule, which the default pack leaves off.
 //!
 //! Flagged: the decision has a prompt-injection hit (a hit tagged `prompt-injection`,
 //! `prompt_injection` or `jailbreak`). Blocked: flagged, or any action other than ALLOW or
@@ -28,15 +30,25 @@ struct Tally {
 }
 
 fn main() -> anyhow::Result<()> {
-    let path = std::env::args()
-        .nth(1)
-        .ok_or_else(|| anyhow::anyhow!("usage: injection_eval FILE.jsonl [--misses]"))?;
+    let path = std::env::args().nth(1).ok_or_else(|| {
+        anyhow::anyhow!("usage: injection_eval FILE.jsonl [--misses] [--with-model]")
+    })?;
     let show_misses = std::env::args().any(|a| a == "--misses");
+    let with_model = std::env::args().any(|a| a == "--with-model");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut policy = toolgate::policy::default_policy(None)?;
+        let mut policy = if with_model {
+            let text = toolgate::policy::DEFAULT_PACK.replacen(
+                "async_rules:\n",
+                "async_rules:\n  - id: injection-model\n    applies_to: [tool_call_result, llm_before]\n",
+                1,
+            );
+            toolgate::policy::compile(&text, "default+injection-model", None)?
+        } else {
+            toolgate::policy::default_policy(None)?
+        };
         policy.sync.limited = false;
         let policy = Arc::new(policy);
         let gate = Gate::new(Arc::new(Runtime::start(&policy, None, true)));

@@ -53,6 +53,8 @@ impl fmt::Display for EventKind {
 
 /// Longest session, step and tenant id an edge accepts: they key state kept in memory.
 pub const MAX_ID_BYTES: usize = 256;
+/// Longest tool name the GuardService accepts (MCP suggests names of at most 128 characters).
+pub const MAX_TOOL_NAME_BYTES: usize = 512;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {

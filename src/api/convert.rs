@@ -6,7 +6,9 @@ use serde_json::Value;
 use super::status::ApiError;
 use crate::decision::{self, Action, RiskLevel, Status as DStatus};
 use crate::deep::VerdictKind;
-use crate::event::{self, Context, Event, EventKind, MAX_ID_BYTES, PlannedAction};
+use crate::event::{
+    self, Context, Event, EventKind, MAX_ID_BYTES, MAX_TOOL_NAME_BYTES, PlannedAction,
+};
 use crate::proto;
 use crate::session;
 
@@ -54,15 +56,23 @@ pub fn context(c: Option<proto::EventContext>) -> Result<Context, ApiError> {
     })
 }
 
-fn require_tool(name: &str) -> Result<(), ApiError> {
+/// A tool name longer than any real one is refused rather than judged: no tier, deny list or
+/// sink glob would match it, so it would pass as an unknown tool.
+fn require_tool(field: impl Into<String>, name: &str) -> Result<(), ApiError> {
     if name.trim().is_empty() {
-        return Err(ApiError::invalid("tool_name", "must not be empty"));
+        return Err(ApiError::invalid(field, "must not be empty"));
+    }
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        return Err(ApiError::invalid(
+            field,
+            format!("at most {MAX_TOOL_NAME_BYTES} bytes"),
+        ));
     }
     Ok(())
 }
 
 pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError> {
-    require_tool(&r.tool_name)?;
+    require_tool("tool_name", &r.tool_name)?;
     let mut e = Event::new(EventKind::ToolCallStart, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
     e.arguments_text = e.arguments.is_some().then_some(r.arguments_json);
@@ -72,7 +82,7 @@ pub fn tool_call_start(r: proto::ToolCallStartRequest) -> Result<Event, ApiError
 }
 
 pub fn tool_call_result(r: proto::ToolCallResultRequest) -> Result<Event, ApiError> {
-    require_tool(&r.tool_name)?;
+    require_tool("tool_name", &r.tool_name)?;
     let mut e = Event::new(EventKind::ToolCallResult, context(r.context)?);
     e.arguments = parse_arguments("arguments_json", &r.arguments_json)?;
     e.arguments_text = e.arguments.is_some().then_some(r.arguments_json);
@@ -93,12 +103,7 @@ pub fn llm_before(r: proto::LlmBeforeRequest) -> Result<Event, ApiError> {
         })
         .collect();
     for (i, p) in r.plan.into_iter().enumerate() {
-        if p.tool_name.trim().is_empty() {
-            return Err(ApiError::invalid(
-                format!("plan[{i}].tool_name"),
-                "must not be empty",
-            ));
-        }
+        require_tool(format!("plan[{i}].tool_name"), &p.tool_name)?;
         e.plan.push(PlannedAction {
             arguments: parse_arguments(&format!("plan[{i}].arguments_json"), &p.arguments_json)?,
             tool_name: p.tool_name,
@@ -330,12 +335,7 @@ pub fn candidates(r: proto::FilterCandidatesRequest) -> Result<Vec<Event>, ApiEr
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
-            if c.tool_name.trim().is_empty() {
-                return Err(ApiError::invalid(
-                    format!("candidates[{i}].tool_name"),
-                    "must not be empty",
-                ));
-            }
+            require_tool(format!("candidates[{i}].tool_name"), &c.tool_name)?;
             let mut e = Event::new(EventKind::ToolCallStart, ctx.clone());
             e.arguments = parse_arguments(
                 &format!("candidates[{i}].arguments_json"),

@@ -6,6 +6,7 @@
 pub mod classifier;
 pub mod injection;
 pub mod llm;
+pub mod model;
 pub mod pool;
 pub mod registry;
 

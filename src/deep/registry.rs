@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{ConfigProblem, DeepRule, classifier, injection, llm};
+use super::{ConfigProblem, DeepRule, classifier, injection, llm, model};
 
 /// Which prompts a rule is forced onto (see `DeepRuleSpec::jailbreak`); the pack's `class`
 /// setting overrides a kind's default.
@@ -107,6 +107,15 @@ pub const DEEP_RULE_KINDS: &[DeepRuleKind] = &[
         local: true,
         build: build_injection_heuristics,
     },
+    DeepRuleKind {
+        id: model::ID,
+        keys: model::KEYS,
+        endpoint_key: "endpoint",
+        default_timeout: Duration::from_millis(1000),
+        default_class: DeepClass::Jailbreak,
+        local: true,
+        build: build_injection_model,
+    },
 ];
 
 /// A pack named a deep rule no entry of `DEEP_RULE_KINDS` has.
@@ -156,6 +165,14 @@ fn build_injection_heuristics(
     Ok((Arc::new(rule), Vec::new()))
 }
 
+fn build_injection_model(
+    cfg: &Map<String, Value>,
+    timeout: Duration,
+) -> Result<BuiltDeepRule, ConfigProblem> {
+    let rule = model::InjectionModel::from_config(cfg, timeout)?;
+    Ok((Arc::new(rule), Vec::new()))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -181,16 +198,17 @@ mod tests {
         let cfg = serde_json::json!({"endpoint": "http://127.0.0.1:1"});
         assert_eq!(built(classifier::ID, cfg), classifier::ID);
         assert_eq!(built(injection::ID, serde_json::json!({})), injection::ID);
+        assert_eq!(built(model::ID, serde_json::json!({})), model::ID);
     }
 
     #[test]
-    fn only_the_in_process_scorer_is_local() {
+    fn only_the_in_process_scorers_are_local() {
         let local: Vec<&str> = DEEP_RULE_KINDS
             .iter()
             .filter(|k| k.local)
             .map(|k| k.id)
             .collect();
-        assert_eq!(local, vec![injection::ID]);
+        assert_eq!(local, vec![injection::ID, model::ID]);
         assert!(!deep_rule_kind(llm::ID).unwrap().local);
         assert!(!deep_rule_kind(classifier::ID).unwrap().local);
     }
@@ -200,7 +218,7 @@ mod tests {
         let err = deep_rule_kind("foo").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown deep rule id `foo` (known: llm-verifier, grpc-classifier, injection-heuristics)"
+            "unknown deep rule id `foo` (known: llm-verifier, grpc-classifier, injection-heuristics, injection-model)"
         );
     }
 }

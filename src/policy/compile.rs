@@ -1094,7 +1094,13 @@ impl Cx<'_> {
                             max_len: max_len(&full),
                         });
                     }
-                    Err(e) => self.err(rpath, format!("invalid regex `{src}`: {e}")),
+                    Err(e) => {
+                        // A pack may hold a pattern of any size; the message quotes its head.
+                        let shown = crate::text::head(src, 80);
+                        let more = if shown.len() < src.len() { "…" } else { "" };
+                        let e = crate::text::head(&e.to_string(), 400).to_string();
+                        self.err(rpath, format!("invalid regex `{shown}{more}`: {e}"))
+                    }
                 }
             }
         }
@@ -1309,7 +1315,7 @@ mod tests {
             .to_string();
         assert!(
             err.contains(
-                "p.yaml:7: async_rules[2].id: unknown deep rule id `foo` (known: llm-verifier, grpc-classifier, injection-heuristics)"
+                "p.yaml:7: async_rules[2].id: unknown deep rule id `foo` (known: llm-verifier, grpc-classifier, injection-heuristics, injection-model)"
             ),
             "{err}"
         );
@@ -1320,7 +1326,7 @@ mod tests {
         match id {
             "llm-verifier" => "    endpoint: http://127.0.0.1:1\n    model: m\n",
             "grpc-classifier" => "    endpoint: http://127.0.0.1:1\n",
-            "injection-heuristics" => "",
+            "injection-heuristics" | "injection-model" => "",
             other => panic!("add the required settings of `{other}` here"),
         }
     }

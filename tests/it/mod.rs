@@ -1,3 +1,4 @@
+mod bad_input;
 mod cli;
 mod common;
 mod deep;
