@@ -19,8 +19,9 @@ pub const KEYS: &[&str] = &["min_text_bytes"];
 /// Nothing shorter can carry an instruction.
 const DEFAULT_MIN_TEXT_BYTES: usize = 8;
 
-/// Inputs up to this size are scored on the deciding thread: about a microsecond per 100
-/// bytes (BENCHMARKS.md), less than the pool's hand-offs cost.
+/// Inputs up to this size are scored on the deciding thread, as `injection-heuristics` does:
+/// hashing is linear in the text, and the pool's hand-offs are not free. `cargo bench --bench
+/// deep -- injection_model` measures it.
 const INLINE_MAX_BYTES: usize = 16 * 1024;
 
 const MAGIC: &[u8; 4] = b"TGNM";
