@@ -243,22 +243,28 @@ fn cut_to(mut s: String, n: usize) -> String {
 /// Builds a benign text of about `n` bytes.
 type TextMaker = fn(usize) -> String;
 
-/// The `injection-heuristics` scorer alone on benign tool output of 1, 16 and 64 KB.
+/// Benign tool output of 1, 16 and 64 KB, each named `{kind}_{size}KB`.
+fn texts() -> Vec<(String, String)> {
+    let kinds: [(&str, TextMaker); 3] = [
+        ("web_page", web_page),
+        ("json", json_listing),
+        ("logs", logs),
+    ];
+    let mut out = Vec::new();
+    for size in [1024, 16 * 1024, 64 * 1024] {
+        for (kind, make) in kinds {
+            out.push((format!("{kind}_{}KB", size / 1024), make(size)));
+        }
+    }
+    out
+}
+
+/// The `injection-heuristics` scorer alone on benign tool output.
 fn injection_scan(c: &mut Criterion) {
     let mut g = c.benchmark_group("injection_scan");
-    for size in [1024, 16 * 1024, 64 * 1024] {
-        let kinds: [(&str, TextMaker); 3] = [
-            ("web_page", web_page),
-            ("json", json_listing),
-            ("logs", logs),
-        ];
-        for (kind, make) in kinds {
-            let text = make(size);
-            g.throughput(criterion::Throughput::Bytes(text.len() as u64));
-            g.bench_function(format!("{kind}_{}KB", size / 1024), |b| {
-                b.iter(|| black_box(score(black_box(&text))))
-            });
-        }
+    for (name, text) in texts() {
+        g.throughput(criterion::Throughput::Bytes(text.len() as u64));
+        g.bench_function(name, |b| b.iter(|| black_box(score(black_box(&text)))));
     }
     g.finish();
 }
@@ -267,19 +273,11 @@ fn injection_scan(c: &mut Criterion) {
 fn injection_model(c: &mut Criterion) {
     let mut g = c.benchmark_group("injection_model");
     let model = toolgate::deep::model::built_in().expect("the built-in weights load");
-    for size in [1024, 16 * 1024, 64 * 1024] {
-        let kinds: [(&str, TextMaker); 3] = [
-            ("web_page", web_page),
-            ("json", json_listing),
-            ("logs", logs),
-        ];
-        for (kind, make) in kinds {
-            let text = make(size);
-            g.throughput(criterion::Throughput::Bytes(text.len() as u64));
-            g.bench_function(format!("{kind}_{}KB", size / 1024), |b| {
-                b.iter(|| black_box(model.logit(black_box(&text))))
-            });
-        }
+    for (name, text) in texts() {
+        g.throughput(criterion::Throughput::Bytes(text.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(model.logit(black_box(&text))))
+        });
     }
     g.finish();
 }

@@ -56,8 +56,8 @@ pub fn context(c: Option<proto::EventContext>) -> Result<Context, ApiError> {
     })
 }
 
-/// A tool name longer than any real one is refused rather than judged: no tier, deny list or
-/// sink glob would match it, so it would pass as an unknown tool.
+/// A tool name longer than any real one is refused rather than judged: it is written whole
+/// into the call's decision-log line and span.
 fn require_tool(field: impl Into<String>, name: &str) -> Result<(), ApiError> {
     if name.trim().is_empty() {
         return Err(ApiError::invalid(field, "must not be empty"));

@@ -2,8 +2,9 @@
 //! hashed word, word-pair and in-word character features, scored over windows of the text at two
 //! sizes, each against a threshold of its own; the text's score is its highest window's, so an
 //! instruction hidden in a long, ordinary document is not averaged away, and one surrounded by
-//! ordinary prose inside a long window is still seen by a short one. The weights (256 KiB) are trained by `eval/injection/train.py` and
-//! built into the binary, so nothing is downloaded at run time.
+//! ordinary prose inside a long window is still seen by a short one. The weights (256 KiB) are
+//! trained by `eval/injection/train.py` and built into the binary, so nothing is downloaded
+//! at run time.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -19,10 +20,10 @@ pub const KEYS: &[&str] = &["min_text_bytes"];
 /// Nothing shorter can carry an instruction.
 const DEFAULT_MIN_TEXT_BYTES: usize = 8;
 
-/// Inputs up to this size are scored on the deciding thread, as `injection-heuristics` does:
-/// hashing is linear in the text, and the pool's hand-offs are not free. `cargo bench --bench
-/// deep -- injection_model` measures it.
-const INLINE_MAX_BYTES: usize = 16 * 1024;
+/// Inputs up to this size are scored on the deciding thread. The model costs about 14 µs per
+/// KB (BENCHMARKS.md, `injection_model`), twice the heuristics' cost, so its inline limit is
+/// a quarter of theirs: at most about 60 µs on the deciding thread, the rest on the pool.
+const INLINE_MAX_BYTES: usize = 4 * 1024;
 
 const MAGIC: &[u8; 4] = b"TGNM";
 const HEADER_BYTES: usize = 44;
@@ -46,7 +47,10 @@ pub struct Model {
     long: Scale,
     short: Scale,
     bias: f32,
-    weights: Vec<f32>,
+    /// A weight is `weights[i] * scale`. Kept as i8 (256 KiB, not 1 MiB of f32) so the random
+    /// lookups stay in cache, and summed as integers, scaled once per window.
+    scale: f32,
+    weights: Vec<i8>,
 }
 
 /// One window size, and the threshold its windows' logits are measured against.
@@ -88,16 +92,13 @@ impl Model {
                 threshold: f(t),
             })
         };
-        let scale = f(32);
         Ok(Model {
             mask: (1u64 << bits) - 1,
             long: scale_at(12, 36)?,
             short: scale_at(20, 40)?,
             bias: f(28),
-            weights: body
-                .iter()
-                .map(|&b| f32::from(i8::from_le_bytes([b])) * scale)
-                .collect(),
+            scale: f(32),
+            weights: body.iter().map(|&b| i8::from_le_bytes([b])).collect(),
         })
     }
 
@@ -112,7 +113,7 @@ impl Model {
     fn best(&self, tokens: &[TokenSum], scale: Scale) -> f32 {
         let n = tokens.len();
         let score = |s: usize, e: usize| {
-            let (mut sum, mut count) = (0f32, 0u32);
+            let (mut sum, mut count) = (0i32, 0u32);
             for (i, t) in tokens[s..e].iter().enumerate() {
                 sum += t.own;
                 count += t.own_count;
@@ -125,7 +126,7 @@ impl Model {
             if count == 0 {
                 self.bias
             } else {
-                self.bias + sum / (count as f32).sqrt()
+                self.bias + self.scale * sum as f32 / (count as f32).sqrt()
             }
         };
         let best = if n <= scale.window {
@@ -145,34 +146,52 @@ impl Model {
         best - scale.threshold
     }
 
-    /// Per token: the summed weights of its own features and of the pair it starts.
+    /// Per token: the summed weights of its own features and of the pair it starts. Words
+    /// are slices of one lowercased copy of the text, hashed in place: no allocation per word.
     fn token_sums(&self, text: &str) -> Vec<TokenSum> {
-        let words = words(text);
-        let mut out = Vec::with_capacity(words.len());
-        let mut padded: Vec<char> = Vec::new();
-        let mut buf = [0u8; 4 * CHAR_N];
-        for (i, w) in words.iter().enumerate() {
-            let mut own = self.weight(fnv(&[b"w", w.as_bytes()]));
+        let (lower, spans) = words(text);
+        let word = |k: usize| &lower[spans[k].clone()];
+        let mut out = Vec::with_capacity(spans.len());
+        // Byte offsets of the current word's characters, and its end.
+        let mut bounds: Vec<usize> = Vec::new();
+        for i in 0..spans.len() {
+            let w = word(i);
+            let mut own = self.weight(Fnv::new().write(b"w").write(w.as_bytes()).0);
             let mut own_count = 1;
-            padded.clear();
-            padded.push('<');
-            padded.extend(w.chars());
-            padded.push('>');
-            let grams = padded.len().saturating_sub(CHAR_N) + 1;
+            bounds.clear();
+            bounds.extend(w.char_indices().map(|(at, _)| at));
+            bounds.push(w.len());
+            // The padded word `<w>` has chars + 2 characters; a gram is CHAR_N of them, or the
+            // whole padded word when it is shorter.
+            let chars = bounds.len() - 1;
+            let padded = chars + 2;
+            let grams = padded.saturating_sub(CHAR_N) + 1;
             for j in 0..grams {
-                let mut len = 0;
-                for c in &padded[j..(j + CHAR_N).min(padded.len())] {
-                    len += c.encode_utf8(&mut buf[len..]).len();
+                let end = (j + CHAR_N).min(padded);
+                let mut h = Fnv::new().write(b"c");
+                if j == 0 {
+                    h = h.write(b"<");
                 }
-                own += self.weight(fnv(&[b"c", &buf[..len]]));
+                // Padded positions 1..=chars are the word's characters.
+                let (from, to) = (j.max(1) - 1, (end - 1).min(chars));
+                if from < to {
+                    h = h.write(&w.as_bytes()[bounds[from]..bounds[to]]);
+                }
+                if end == padded {
+                    h = h.write(b">");
+                }
+                own += self.weight(h.0);
                 own_count += 1;
             }
-            let (pair, has_pair) = match words.get(i + 1) {
-                Some(next) => (
-                    self.weight(fnv(&[b"b", w.as_bytes(), b" ", next.as_bytes()])),
-                    true,
-                ),
-                None => (0.0, false),
+            let (pair, has_pair) = if i + 1 < spans.len() {
+                let h = Fnv::new()
+                    .write(b"b")
+                    .write(w.as_bytes())
+                    .write(b" ")
+                    .write(word(i + 1).as_bytes());
+                (self.weight(h.0), true)
+            } else {
+                (0, false)
             };
             out.push(TokenSum {
                 own,
@@ -184,49 +203,57 @@ impl Model {
         out
     }
 
-    fn weight(&self, h: u64) -> f32 {
+    fn weight(&self, h: u64) -> i32 {
         // The mask keeps the index below the table's length, checked at parse.
         self.weights
             .get((h & self.mask) as usize)
-            .copied()
-            .unwrap_or(0.0)
+            .map_or(0, |&w| i32::from(w))
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct TokenSum {
-    own: f32,
+    own: i32,
     own_count: u32,
-    pair: f32,
+    pair: i32,
     has_pair: bool,
 }
 
-/// Maximal runs of alphanumeric characters, lowercased (as `train.py`'s `tokens`).
-fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
+/// Maximal runs of alphanumeric characters, lowercased (as `train.py`'s `tokens`): one
+/// lowercased copy of the text and each word's byte range in it.
+fn words(text: &str) -> (String, Vec<std::ops::Range<usize>>) {
+    let mut lower = String::with_capacity(text.len());
+    let mut spans = Vec::new();
+    let mut start = None;
     for ch in text.chars() {
         if ch.is_alphanumeric() {
-            cur.extend(ch.to_lowercase());
-        } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+            start.get_or_insert(lower.len());
+            lower.extend(ch.to_lowercase());
+        } else if let Some(s) = start.take() {
+            spans.push(s..lower.len());
         }
     }
-    if !cur.is_empty() {
-        out.push(cur);
+    if let Some(s) = start {
+        spans.push(s..lower.len());
     }
-    out
+    (lower, spans)
 }
 
-/// 64-bit FNV-1a over the concatenated parts: cheap, and trivially the same in Python.
-fn fnv(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for &b in *p {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
+/// 64-bit FNV-1a, fed in pieces: cheap, and trivially the same in Python.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
     }
-    h
+
+    fn write(mut self, bytes: &[u8]) -> Fnv {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self
+    }
 }
 
 fn sigmoid(x: f32) -> f64 {
@@ -402,8 +429,10 @@ mod tests {
 
     #[test]
     fn words_lowercase_and_split_on_anything_else() {
+        let (lower, spans) = words("Ignore PREVIOUS-instructions, naïve İ 42x");
+        let got: Vec<&str> = spans.into_iter().map(|r| &lower[r]).collect();
         assert_eq!(
-            words("Ignore PREVIOUS-instructions, naïve İ 42x"),
+            got,
             vec![
                 "ignore",
                 "previous",
