@@ -250,8 +250,17 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             );
             Ok(Exit::Ok)
         }
-        Command::Test { policy, env, dir } => {
+        Command::Test {
+            policy,
+            env,
+            tenant,
+            database_url,
+            dir,
+        } => {
             let mut policy = load_policy(policy.as_ref(), env.as_deref())?;
+            if let Some(tenant) = tenant {
+                policy = tenant_policy(&policy, &tenant, database_url)?;
+            }
             // Replays judge rules, not machine speed: without this a slow machine could run
             // the budget out and the suite would flap.
             policy.sync.limited = false;
@@ -274,6 +283,21 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             } else {
                 Exit::Failed
             })
+        }
+        Command::Migrate { database_url } => {
+            let url = database_url_or_env(database_url, "TOOLGATE_DATABASE_URL")?;
+            let tokio = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            let applied = tokio.block_on(crate::tenants::db::migrate(&url))?;
+            if applied.is_empty() {
+                println!("schema is up to date");
+            }
+            for name in applied {
+                println!("applied {name}");
+            }
+            Ok(Exit::Ok)
         }
         Command::Pauses { server, action } => {
             let tokio = tokio::runtime::Builder::new_current_thread()
@@ -414,6 +438,48 @@ where
     }))
 }
 
+/// `--database-url`, else the environment variable; the URL is never printed (it carries a
+/// password).
+fn database_url_or_env(flag: Option<String>, var: &str) -> Result<String, UsageError> {
+    flag.or_else(|| std::env::var(var).ok())
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| UsageError(format!("give --database-url URL or set {var}")))
+}
+
+/// The pack with one tenant's rows merged over it, read once from the tenant database.
+fn tenant_policy(
+    base: &Policy,
+    tenant: &str,
+    database_url: Option<String>,
+) -> anyhow::Result<Policy> {
+    let var = base
+        .tenants
+        .as_ref()
+        .map_or("TOOLGATE_DATABASE_URL", |t| t.database_url_env.as_str());
+    let url = database_url_or_env(database_url, var)?;
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let rows = tokio.block_on(crate::tenants::db::read_tenant(&url, tenant))?;
+    if rows.is_empty() {
+        eprintln!("tenant `{tenant}` has no rows: judging with the pack alone");
+        return Ok(crate::policy::compile(
+            &base.text,
+            &base.source,
+            base.env.as_deref(),
+        )?);
+    }
+    let p =
+        crate::tenants::compile_rows(base, tenant, &rows).map_err(|e| UsageError(e.to_string()))?;
+    eprintln!(
+        "tenant `{tenant}`: {} rows, policy {}",
+        rows.len(),
+        p.version_tag
+    );
+    Ok(p)
+}
+
 /// Writes to stdout; a closed pipe (`toolgate check … | head`) is not an error.
 fn write_stdout(s: &str) -> anyhow::Result<()> {
     use std::io::Write;
@@ -515,6 +581,7 @@ pub struct Running {
     server: JoinHandle<Result<(), tonic::transport::Error>>,
     unix: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     reloader: Option<JoinHandle<()>>,
+    tenants: Option<JoinHandle<()>>,
 }
 
 impl Running {
@@ -523,6 +590,9 @@ impl Running {
         let _ = self.shutdown.send(true);
         if let Some(r) = self.reloader {
             let _ = r.await;
+        }
+        if let Some(t) = self.tenants {
+            let _ = t.await;
         }
         self.server.await.context("server task failed")??;
         if let Some(u) = self.unix {
@@ -616,8 +686,18 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     .context("cannot open the decision log")?;
     let telemetry = Arc::new(Telemetry::new(log, tracing)?);
     telemetry.metrics.set_policy(&policy);
+    let tenants_cfg = policy.tenants.clone();
     let store = Arc::new(PolicyStore::new(policy));
     let (shutdown, shutdown_rx) = watch::channel(false);
+    let tenants = match tenants_cfg {
+        Some(cfg) => Some(start_tenants(
+            &cfg,
+            &store,
+            &telemetry,
+            shutdown_rx.clone(),
+        )?),
+        None => None,
+    };
 
     let reloader = opts.policy.clone().map(|path| {
         let r = Reloader {
@@ -753,7 +833,44 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         server,
         unix,
         reloader,
+        tenants,
     })
+}
+
+/// Starts keeping the tenants' rules: the URL comes from the environment variable the pack
+/// names (a URL carries a password, so it is never written in the pack).
+fn start_tenants(
+    cfg: &crate::policy::TenantsConfig,
+    store: &Arc<PolicyStore>,
+    telemetry: &Arc<Telemetry>,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<JoinHandle<()>> {
+    let url = std::env::var(&cfg.database_url_env).map_err(|_| {
+        UsageError(format!(
+            "tenants.database_url_env: the pack names `{}`, which is not set",
+            cfg.database_url_env
+        ))
+    })?;
+    url.parse::<tokio_postgres::Config>().map_err(|_| {
+        UsageError(format!(
+            "{}: not a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DB)",
+            cfg.database_url_env
+        ))
+    })?;
+    let observer: Arc<dyn crate::tenants::TenantObserver> = telemetry.clone();
+    let tenants = Arc::new(crate::tenants::Tenants::new(store.clone(), Some(observer)));
+    let ttl_store = store.clone();
+    let ttl = move || {
+        ttl_store
+            .load()
+            .tenants
+            .as_ref()
+            .map_or(std::time::Duration::from_secs(300), |t| t.cache_ttl)
+    };
+    tracing::info!(env = %cfg.database_url_env, ttl_s = cfg.cache_ttl.as_secs(), "reading tenant rules from PostgreSQL");
+    Ok(tokio::spawn(crate::tenants::db::run(
+        url, tenants, ttl, shutdown,
+    )))
 }
 
 /// Serves the same services on a Unix domain socket. A stale socket file from an earlier

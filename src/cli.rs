@@ -1,4 +1,5 @@
-//! Command line: `serve`, `webhook`, `check`, `validate`, `test`, `rules`, `pauses`.
+//! Command line: `serve`, `webhook`, `check`, `validate`, `test`, `migrate`, `rules`,
+//! `pauses`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -115,7 +116,21 @@ pub enum Command {
         policy: Option<PathBuf>,
         #[arg(long)]
         env: Option<String>,
+        /// Judge with this tenant's rules from the tenant database merged over the pack.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The tenant database (with `--tenant`); defaults to the variable the pack's
+        /// `tenants.database_url_env` names, else `TOOLGATE_DATABASE_URL`.
+        #[arg(long, requires = "tenant")]
+        database_url: Option<String>,
         dir: PathBuf,
+    },
+    /// Apply the tenant database's schema migrations (`deploy/postgres/`) that are not yet
+    /// applied; safe to run from several replicas at once.
+    Migrate {
+        /// Defaults to `TOOLGATE_DATABASE_URL`.
+        #[arg(long)]
+        database_url: Option<String>,
     },
     /// List the built-in rule catalog.
     Rules,

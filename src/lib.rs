@@ -20,4 +20,5 @@ pub mod scenario;
 pub mod session;
 pub mod stream;
 pub mod telemetry;
+pub mod tenants;
 pub mod text;

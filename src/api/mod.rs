@@ -91,6 +91,7 @@ impl Guard {
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let event = convert(msg)?;
+        let policy = self.store.for_tenant(&event.context.tenant, policy);
         let call = Call {
             policy,
             parent,
@@ -155,6 +156,7 @@ impl GuardService for Guard {
             trace::parent_from_metadata(req.metadata()),
         );
         let mut inbound = req.into_inner();
+        let store = self.store.clone();
         let out = async_stream(move |tx| async move {
             let limit = chunks.policy().max_message_bytes;
             loop {
@@ -178,7 +180,10 @@ impl GuardService for Guard {
                 let start = Instant::now();
                 if !chunks.is_open() {
                     match convert::context(msg.context.clone()) {
-                        Ok(ctx) => chunks.open(ctx),
+                        Ok(ctx) => {
+                            let policy = store.for_tenant(&ctx.tenant, chunks.policy().clone());
+                            chunks.open(ctx, policy)
+                        }
                         Err(e) => {
                             let _ = tx.send(Err(Status::from(e))).await;
                             return;
@@ -212,6 +217,8 @@ impl GuardService for Guard {
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
         let events = convert::candidates(msg)?;
+        let tenant = events.first().map_or("", |e| e.context.tenant.as_str());
+        let policy = self.store.for_tenant(tenant, policy);
         let call = Call {
             policy,
             parent,

@@ -356,8 +356,9 @@ impl ChunkStream {
         self.guard.is_some()
     }
 
-    /// Opens the stream with the first message's context.
-    pub fn open(&mut self, context: Context) {
+    /// Opens the stream with the first message's context, on the policy for its tenant.
+    pub fn open(&mut self, context: Context, policy: Arc<Policy>) {
+        self.policy = policy;
         let sessions = self.gate.sessions();
         if !context.session_id.is_empty() {
             let snap = sessions.touch(&context.session_id, &self.policy.sessions);

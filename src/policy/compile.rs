@@ -12,10 +12,10 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack};
+use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack_with};
 use super::{
     AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
-    SessionConfig, SyncConfig, SyncFailMode,
+    SessionConfig, SyncConfig, SyncFailMode, TenantsConfig,
 };
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
@@ -92,11 +92,38 @@ pub fn compile_file(path: &Path, env: Option<&str>) -> Result<Policy, CompileErr
 
 /// Compiles pack text. `source_name` appears in error messages and `Policy::source`.
 pub fn compile(text: &str, source_name: &str, env: Option<&str>) -> Result<Policy, CompileError> {
+    compile_with(text, source_name, env, None)
+}
+
+/// Compiles `base`'s pack with a tenant's overlay merged over it (after the environment's),
+/// so a tenant's rules are validated exactly as a pack's are. The result's version tag is the
+/// base's with `+tenant/NAME@OVERLAY` appended.
+pub fn compile_tenant(
+    base: &Policy,
+    tenant: &str,
+    overlay: Node,
+    overlay_version: &str,
+) -> Result<Policy, CompileError> {
+    let source = format!("tenant `{tenant}` over {}", base.source);
+    let mut p = compile_with(&base.text, &source, base.env.as_deref(), Some(overlay))?;
+    p.version_tag = format!("{}+tenant/{tenant}@{overlay_version}", base.version_tag);
+    p.tenant = Some(tenant.to_string());
+    p.mode = base.mode;
+    p.text = base.text.clone();
+    Ok(p)
+}
+
+fn compile_with(
+    text: &str,
+    source_name: &str,
+    env: Option<&str>,
+    extra: Option<Node>,
+) -> Result<Policy, CompileError> {
     let invalid = |problems| CompileError::Invalid {
         source_name: source_name.to_string(),
         problems,
     };
-    let (raw, root) = read_pack(text, env).map_err(invalid)?;
+    let (raw, root) = read_pack_with(text, env, extra).map_err(invalid)?;
     let mut cx = Cx {
         root: &root,
         problems: Vec::new(),
@@ -135,6 +162,37 @@ impl Cx<'_> {
             path,
             message: message.into(),
         });
+    }
+
+    fn tenants(&mut self, raw: &RawPack) -> Option<TenantsConfig> {
+        let t = raw.tenants.as_ref()?;
+        let env = t
+            .database_url_env
+            .clone()
+            .unwrap_or_else(|| "TOOLGATE_DATABASE_URL".into());
+        let valid_env = !env.is_empty()
+            && env.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !env.as_bytes()[0].is_ascii_digit();
+        if !valid_env {
+            self.err(
+                "tenants.database_url_env",
+                format!(
+                    "`{env}` is not an environment variable name (letters, digits and `_`); \
+                     give the variable's name, not the URL"
+                ),
+            );
+        }
+        let ttl = t.cache_ttl_s.unwrap_or(300);
+        if !(1..=86_400).contains(&ttl) {
+            self.err(
+                "tenants.cache_ttl_s",
+                format!("must be between 1 and 86400, got {ttl}"),
+            );
+        }
+        Some(TenantsConfig {
+            database_url_env: env,
+            cache_ttl: Duration::from_secs(ttl),
+        })
     }
 
     fn level(&mut self, path: &str, s: &str) -> Option<RiskLevel> {
@@ -306,6 +364,7 @@ impl Cx<'_> {
         let rate_limits = self.rate_limits(raw);
         let flow = self.flow(raw);
         let rules = self.sync_rules(&raw.sync_rules);
+        let tenants = self.tenants(raw);
 
         let mut hasher = Sha256::new();
         hasher.update(text.as_bytes());
@@ -336,6 +395,9 @@ impl Cx<'_> {
             deep,
             rate_limits,
             flow,
+            tenants,
+            text: Arc::from(text),
+            tenant: None,
             warnings: Vec::new(),
             loaded_at: SystemTime::now(),
         })

@@ -127,6 +127,16 @@ impl RateLimit {
     }
 }
 
+/// `tenants:`: per-tenant rules from PostgreSQL, overlaid on this pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantsConfig {
+    /// The environment variable that holds the database URL.
+    pub database_url_env: String,
+    /// How long a tenant's rows are used before they are read again, when no change
+    /// notification arrived in between.
+    pub cache_ttl: Duration,
+}
+
 /// A compiled, immutable policy. Requests hold an `Arc<Policy>` from start to end, so a
 /// reload never changes the rules under a call in flight.
 #[derive(Debug)]
@@ -155,6 +165,11 @@ pub struct Policy {
     pub rate_limits: Vec<RateLimit>,
     /// Sinks, flow rules and what counts as untrusted.
     pub flow: crate::flow::FlowConfig,
+    pub tenants: Option<TenantsConfig>,
+    /// The pack text this was compiled from: a tenant's overlay is compiled over it.
+    pub text: std::sync::Arc<str>,
+    /// Set on a tenant's policy: the tenant whose rows it carries.
+    pub tenant: Option<String>,
     /// Non-fatal findings (ignored keys, unknown config keys) for `validate` and the log.
     pub warnings: Vec<Problem>,
     pub loaded_at: SystemTime,

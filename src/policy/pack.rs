@@ -136,6 +136,26 @@ impl<'de> Deserialize<'de> for KeyString {
 }
 
 impl Node {
+    /// A tree built from JSON (a database row, not a file): every line is 0.
+    pub fn from_json(v: &Value) -> Node {
+        let value = match v {
+            Value::Null => NodeValue::Null,
+            Value::Bool(b) => NodeValue::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => NodeValue::Int(i),
+                None => NodeValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => NodeValue::Str(s.clone()),
+            Value::Array(items) => NodeValue::Seq(items.iter().map(Node::from_json).collect()),
+            Value::Object(m) => NodeValue::Map(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), Node::from_json(v)))
+                    .collect(),
+            ),
+        };
+        Node { line: 0, value }
+    }
+
     pub fn to_json(&self) -> Value {
         match &self.value {
             NodeValue::Null => Value::Null,
@@ -356,6 +376,9 @@ pub struct RawPack {
     pub sinks: Vec<RawSink>,
     #[serde(default)]
     pub flows: Vec<RawFlow>,
+    /// Per-tenant rules kept in PostgreSQL, overlaid on this pack.
+    #[serde(default)]
+    pub tenants: Option<RawTenants>,
     /// Pack-wide parallelism hint from the Python framework; toolgate's scan is one pass, so
     /// it has no meaning here and is ignored with a warning.
     #[serde(default)]
@@ -366,6 +389,17 @@ pub struct RawPack {
     /// Free-form labels for humans and dashboards.
     #[serde(default)]
     pub metadata: BTreeMap<String, Value>,
+}
+
+/// `tenants:`: where the per-tenant rules live and how long a tenant's rows are trusted
+/// without a change notification.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenants {
+    /// The environment variable holding the PostgreSQL URL (never the URL itself: it
+    /// carries a password).
+    pub database_url_env: Option<String>,
+    pub cache_ttl_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -608,6 +642,16 @@ pub struct RawRetry {
 /// Parses pack text: YAML → line-aware tree → overlay for `env` → typed shape. On failure
 /// every problem carries its path and line.
 pub fn read_pack(text: &str, env: Option<&str>) -> Result<(RawPack, Node), Vec<Problem>> {
+    read_pack_with(text, env, None)
+}
+
+/// The pack's tree with its overlays merged (the environment's, then `extra`), before it is
+/// read into typed shapes.
+pub fn merged_tree(
+    text: &str,
+    env: Option<&str>,
+    extra: Option<Node>,
+) -> Result<Node, Vec<Problem>> {
     let mut root = parse_yaml(text).map_err(|p| vec![p])?;
     if !matches!(root.value, NodeValue::Map(_)) {
         return Err(vec![Problem {
@@ -637,6 +681,19 @@ pub fn read_pack(text: &str, env: Option<&str>) -> Result<(RawPack, Node), Vec<P
         }
         root.merge(overlay);
     }
+    if let Some(extra) = extra {
+        root.merge(extra);
+    }
+    Ok(root)
+}
+
+/// `read_pack`, with one more overlay merged last (a tenant's rows), after the environment's.
+pub fn read_pack_with(
+    text: &str,
+    env: Option<&str>,
+    extra: Option<Node>,
+) -> Result<(RawPack, Node), Vec<Problem>> {
+    let root = merged_tree(text, env, extra)?;
     let json = root.to_json();
     let raw: RawPack = serde_path_to_error::deserialize(json).map_err(|e| {
         let path = e.path().to_string();

@@ -89,6 +89,8 @@ impl McpProxy {
         start: CallInstant,
     ) -> Result<Response, ProxyError> {
         let context = context(&headers, &call.id)?;
+        // The tenant's overlay judges the call and its reply.
+        let policy = self.0.store.for_tenant(&context.tenant, policy);
         let parent = trace::parent_from_headers(&headers);
         let mut event = Event::new(EventKind::ToolCallStart, context.clone());
         event.tool_name = call.name.clone();

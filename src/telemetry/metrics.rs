@@ -256,6 +256,13 @@ pub struct Metrics {
     evicted_seen: std::sync::atomic::AtomicU64,
     pauses_pending: IntGauge,
     decision_log_dropped: IntCounter,
+    tenant_database_up: IntGauge,
+    tenant_overlays: IntGauge,
+    tenant_rejected: IntCounter,
+    safety_latency: prometheus::Histogram,
+    safety_blocks: IntCounter,
+    safety_warnings: IntCounter,
+    safety_degraded: IntCounter,
 }
 
 impl Metrics {
@@ -306,6 +313,40 @@ impl Metrics {
             "toolgate_decision_log_dropped_total",
             "Decision log lines dropped: the writer fell behind, or had stopped",
         )?;
+        let tenant_database_up = IntGauge::new(
+            "toolgate_tenant_database_up",
+            "1 while the tenant rules database can be read; 0 while tenants are served from their last good overlay or the static pack",
+        )?;
+        let tenant_overlays = IntGauge::new(
+            "toolgate_tenant_overlays",
+            "Tenants with rules of their own in force",
+        )?;
+        let tenant_rejected = IntCounter::new(
+            "toolgate_tenant_rows_rejected_total",
+            "Tenant rule sets rejected (the tenant kept its last good overlay)",
+        )?;
+        let safety_latency = prometheus::Histogram::with_opts(
+            prometheus::HistogramOpts::new(
+                "safety_subagent_latency_ms",
+                "Safety review requests: time to answer, in milliseconds",
+            )
+            .buckets(vec![
+                0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0,
+                2000.0, 5000.0,
+            ]),
+        )?;
+        let safety_blocks = IntCounter::new(
+            "safety_subagent_blocks_total",
+            "Safety reviews answered `block`",
+        )?;
+        let safety_warnings = IntCounter::new(
+            "safety_subagent_warnings_total",
+            "Safety reviews answered `warn` (degraded ones included)",
+        )?;
+        let safety_degraded = IntCounter::new(
+            "safety_subagent_policy_degraded_total",
+            "Safety reviews that ran past their time limit and were answered `warn` with manual review",
+        )?;
         let build_info = IntGaugeVec::new(
             Opts::new(
                 "toolgate_build_info",
@@ -328,6 +369,13 @@ impl Metrics {
         registry.register(Box::new(sessions_evicted.clone()))?;
         registry.register(Box::new(pauses_pending.clone()))?;
         registry.register(Box::new(decision_log_dropped.clone()))?;
+        registry.register(Box::new(tenant_database_up.clone()))?;
+        registry.register(Box::new(tenant_overlays.clone()))?;
+        registry.register(Box::new(tenant_rejected.clone()))?;
+        registry.register(Box::new(safety_latency.clone()))?;
+        registry.register(Box::new(safety_blocks.clone()))?;
+        registry.register(Box::new(safety_warnings.clone()))?;
+        registry.register(Box::new(safety_degraded.clone()))?;
         registry.register(Box::new(build_info))?;
         Ok(Metrics {
             registry,
@@ -344,7 +392,41 @@ impl Metrics {
             evicted_seen: std::sync::atomic::AtomicU64::new(0),
             pauses_pending,
             decision_log_dropped,
+            tenant_database_up,
+            tenant_overlays,
+            tenant_rejected,
+            safety_latency,
+            safety_blocks,
+            safety_warnings,
+            safety_degraded,
         })
+    }
+
+    pub fn set_tenant_database_up(&self, up: bool) {
+        self.tenant_database_up.set(i64::from(up));
+    }
+
+    pub fn set_tenant_overlays(&self, n: usize) {
+        self.tenant_overlays
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn tenant_rejected(&self) {
+        self.tenant_rejected.inc();
+    }
+
+    /// One safety review: how long it took, and whether it blocked, warned or degraded.
+    pub fn safety_review(&self, latency: Duration, block: bool, warn: bool, degraded: bool) {
+        self.safety_latency.observe(latency.as_secs_f64() * 1000.0);
+        if block {
+            self.safety_blocks.inc();
+        }
+        if warn {
+            self.safety_warnings.inc();
+        }
+        if degraded {
+            self.safety_degraded.inc();
+        }
     }
 
     /// Counts one decision. `total` is the whole call as the server saw it.

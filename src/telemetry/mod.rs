@@ -105,6 +105,20 @@ impl PoolObserver for Telemetry {
     }
 }
 
+impl crate::tenants::TenantObserver for Telemetry {
+    fn database_up(&self, up: bool) {
+        self.metrics.set_tenant_database_up(up);
+    }
+
+    fn overlays(&self, count: usize) {
+        self.metrics.set_tenant_overlays(count);
+    }
+
+    fn rejected(&self) {
+        self.metrics.tenant_rejected();
+    }
+}
+
 impl ReloadObserver for Telemetry {
     fn loaded(&self, policy: &Policy) {
         self.metrics.set_policy(policy);

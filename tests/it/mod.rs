@@ -8,6 +8,8 @@ mod mcp;
 mod observability;
 mod readme;
 mod reload;
+mod services;
+mod tenants;
 mod timebox;
 mod tracing;
 mod webhook;
