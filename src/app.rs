@@ -59,7 +59,13 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             mode,
             listen_unix,
             unix_mode,
+            review_listen,
+            review_timeout_ms,
         } => {
+            let review = review_listen.map(|listen| ReviewListen {
+                listen,
+                timeout: std::time::Duration::from_millis(review_timeout_ms.clamp(1, 600_000)),
+            });
             let unix = match listen_unix {
                 None => None,
                 Some(p) => {
@@ -135,6 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     mcp,
                     health_listen,
                     unix,
+                    review,
                     mode: match mode.as_deref() {
                         None => None,
                         Some("enforce") => Some(Mode::Enforce),
@@ -151,6 +158,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                 tracing::info!(addr = %server.addr, "toolgate listening");
                 if let Some(a) = server.mcp_addr {
                     tracing::info!(addr = %a, "MCP proxy listening");
+                }
+                if let Some(a) = server.review_addr {
+                    tracing::info!(addr = %a, "safety review API listening");
                 }
                 shutdown_signal().await;
                 tracing::info!("shutting down: draining calls in flight");
@@ -554,6 +564,15 @@ pub struct ServeOptions {
     /// GuardService on a Unix domain socket too (the sidecar-on-localhost case), with these
     /// file permissions.
     pub unix: Option<UnixListen>,
+    /// The safety-review HTTP API (`POST /v1/safety/review`); `None` leaves it off.
+    pub review: Option<ReviewListen>,
+}
+
+/// Where the safety-review API listens, and how long a review may take.
+#[derive(Debug, Clone)]
+pub struct ReviewListen {
+    pub listen: SocketAddr,
+    pub timeout: std::time::Duration,
 }
 
 /// A Unix domain socket to serve on.
@@ -572,11 +591,14 @@ pub struct Running {
     pub health_addr: Option<SocketAddr>,
     /// The MCP proxy's bound address, when it runs.
     pub mcp_addr: Option<SocketAddr>,
+    /// The safety-review API's bound address, when it runs.
+    pub review_addr: Option<SocketAddr>,
     pub store: Arc<PolicyStore>,
     pub telemetry: Arc<Telemetry>,
     admin: Option<JoinHandle<()>>,
     health: Option<JoinHandle<()>>,
     mcp: Option<JoinHandle<()>>,
+    review: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<Result<(), tonic::transport::Error>>,
     unix: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
@@ -601,6 +623,9 @@ impl Running {
         // The proxy records decisions too: it drains before the log and the exporter close.
         if let Some(m) = self.mcp {
             let _ = m.await;
+        }
+        if let Some(r) = self.review {
+            let _ = r.await;
         }
         if let Some(a) = self.admin {
             let _ = a.await;
@@ -782,6 +807,24 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         }
         None => (None, None),
     };
+    let (review_addr, review) = match &opts.review {
+        Some(cfg) => {
+            let listener = TcpListener::bind(cfg.listen)
+                .await
+                .with_context(|| format!("cannot listen on {} (safety review)", cfg.listen))?;
+            let addr = listener.local_addr()?;
+            let app = crate::review::Review {
+                store: store.clone(),
+                gate: gate.clone(),
+                telemetry: telemetry.clone(),
+                timeout: cfg.timeout,
+            }
+            .router();
+            let task = serve_http(listener, app, shutdown_rx.clone(), "safety review API");
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
     let guard = GuardServiceServer::new(Guard::new(
         store.clone(),
         gate,
@@ -824,11 +867,13 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         admin_addr,
         health_addr,
         mcp_addr,
+        review_addr,
         store,
         telemetry,
         admin,
         health: health_http,
         mcp,
+        review,
         shutdown,
         server,
         unix,

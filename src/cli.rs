@@ -74,6 +74,12 @@ pub enum Command {
         /// File mode of the Unix socket, in octal: who on the host may connect.
         #[arg(long, default_value = "660")]
         unix_mode: String,
+        /// Serve the safety-review HTTP API (`POST /v1/safety/review`) here; off when unset.
+        #[arg(long)]
+        review_listen: Option<SocketAddr>,
+        /// A review still running after this long is answered `warn` with manual review.
+        #[arg(long, default_value_t = 2000)]
+        review_timeout_ms: u64,
     },
     /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
     /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.

@@ -13,6 +13,7 @@ pub mod glob;
 pub mod policy;
 pub mod proto;
 pub mod proxy;
+pub mod review;
 pub mod risk;
 pub mod router;
 pub mod rules;

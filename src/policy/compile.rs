@@ -913,6 +913,9 @@ impl Cx<'_> {
         if let Some(g) = &r.guidance {
             rule.guidance = Some(g.clone());
         }
+        if let Some(f) = &r.fallback_step {
+            rule.fallback_step = Some(f.clone());
+        }
         if let Some(rev) = r.reversible {
             rule.reversible = rev;
         }
@@ -964,6 +967,7 @@ impl Cx<'_> {
             level: b.level,
             reason: b.reason.to_string(),
             guidance: None,
+            fallback_step: None,
             reversible: b.reversible,
             tags: b.tags.iter().map(|s| s.to_string()).collect(),
             violated_policy_ids: vec![b.id.to_string()],
@@ -1112,6 +1116,7 @@ impl Cx<'_> {
             level: RiskLevel::Medium,
             reason: format!("matched custom rule `{}`", r.id),
             guidance: None,
+            fallback_step: None,
             reversible: true,
             tags: Vec::new(),
             violated_policy_ids: vec![r.id.clone()],

@@ -480,6 +480,9 @@ pub struct RawRule {
     /// Optional RETRY guidance ("Please adjust your response considering: …").
     #[serde(default)]
     pub guidance: Option<String>,
+    /// The step a planner should take instead when this rule blocks (safety review API).
+    #[serde(default)]
+    pub fallback_step: Option<String>,
     #[serde(default, alias = "on", alias = "events")]
     pub applies_to: Option<Vec<String>>,
     #[serde(default)]

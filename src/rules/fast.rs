@@ -50,6 +50,9 @@ pub struct CompiledRule {
     pub level: RiskLevel,
     pub reason: String,
     pub guidance: Option<String>,
+    /// What a planner should do instead when this rule blocks (the safety review's
+    /// `fallback_step`).
+    pub fallback_step: Option<String>,
     pub reversible: bool,
     pub tags: Vec<String>,
     pub violated_policy_ids: Vec<String>,

@@ -44,6 +44,7 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         health_listen: None,
         mode: None,
         unix: None,
+        review: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

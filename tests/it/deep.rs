@@ -128,13 +128,13 @@ struct Verifier {
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
-struct LlmServer {
+pub(super) struct LlmServer {
     base_url: String,
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
 impl LlmServer {
-    async fn start(content: String, delay: Duration) -> LlmServer {
+    pub(super) async fn start(content: String, delay: Duration) -> LlmServer {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
@@ -161,7 +161,7 @@ impl LlmServer {
     }
 
     /// The `async_rules` entry pointing at this server.
-    fn rule(&self, tools: &str) -> String {
+    pub(super) fn rule(&self, tools: &str) -> String {
         format!(
             "async_rules:\n  - id: llm-verifier\n    applies_to: [tool_call_start]\n    tools: {tools}\n    config: {{ base_url: \"{}\", model: guard-model-7b, timeout_ms: 4000, max_retries: 0 }}\n",
             self.base_url
@@ -195,7 +195,7 @@ async fn complete(State(v): State<Verifier>, body: String) -> impl IntoResponse 
 const EXPLANATION: &str = "moves money to an unknown account";
 const GUIDANCE: &str = "confirm the payee with the user";
 
-fn block_verdict() -> String {
+pub(super) fn block_verdict() -> String {
     json!({
         "verdict": "block",
         "risk_score": 0.93,

@@ -423,6 +423,7 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        review: None,
     })
     .await
     .unwrap();
@@ -468,6 +469,7 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        review: None,
     })
     .await
     .err()

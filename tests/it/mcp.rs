@@ -189,6 +189,7 @@ async fn proxy_with(
         health_listen: None,
         mode: None,
         unix: None,
+        review: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

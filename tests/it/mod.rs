@@ -8,6 +8,7 @@ mod mcp;
 mod observability;
 mod readme;
 mod reload;
+mod review;
 mod services;
 mod tenants;
 mod timebox;

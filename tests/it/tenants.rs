@@ -83,7 +83,13 @@ async fn a_tenant_rule_applies_to_its_tenant_follows_notify_and_survives_an_outa
     pg.exec(ROW).await;
     let dir = tempfile::tempdir().unwrap();
     let url = pg.url();
-    let tg = Toolgate::serve(&pack(dir.path()), &[("TG_TEST_DB", &url)], &[]).await;
+    let review = format!("127.0.0.1:{}", super::services::free_port());
+    let tg = Toolgate::serve(
+        &pack(dir.path()),
+        &[("TG_TEST_DB", &url)],
+        &["--review-listen", &review],
+    )
+    .await;
     wait_metric(
         &tg,
         "toolgate_tenant_overlays",

@@ -28,6 +28,7 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
         health_listen: None,
         mode: None,
         unix: None,
+        review: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy.clone()),
         env: None,
