@@ -604,6 +604,7 @@ pub struct Running {
     unix: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     reloader: Option<JoinHandle<()>>,
     tenants: Option<JoinHandle<()>>,
+    session_store: Option<JoinHandle<()>>,
 }
 
 impl Running {
@@ -614,6 +615,9 @@ impl Running {
             let _ = r.await;
         }
         if let Some(t) = self.tenants {
+            let _ = t.await;
+        }
+        if let Some(t) = self.session_store {
             let _ = t.await;
         }
         self.server.await.context("server task failed")??;
@@ -781,11 +785,15 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         .context("cannot build gRPC reflection (v1alpha)")?;
 
     let recorder: Arc<dyn Recorder> = telemetry.clone();
-    let gate = Gate::new(Arc::new(Runtime::start(
-        &store.load(),
-        Some(recorder),
-        false,
-    )));
+    let runtime = Runtime::start(&store.load(), Some(recorder), false);
+    let shared_sessions = store.load().sessions.shared.clone();
+    let session_store = match shared_sessions {
+        Some(cfg) => {
+            Some(start_shared_sessions(&cfg, &store.load(), &runtime, shutdown_rx.clone()).await?)
+        }
+        None => None,
+    };
+    let gate = Gate::new(Arc::new(runtime));
     let (mcp_addr, mcp) = match &opts.mcp {
         Some(cfg) => {
             let proxy = McpProxy::new(
@@ -879,6 +887,41 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         unix,
         reloader,
         tenants,
+        session_store,
+    })
+}
+
+/// Connects the shared session store (`sessions.backend: redis`). Start-up waits a moment
+/// for the first connection, so the first calls normally see shared state; a Redis that is
+/// down then is retried in the background while the fail mode applies.
+async fn start_shared_sessions(
+    cfg: &crate::policy::SharedSessions,
+    policy: &Policy,
+    runtime: &Runtime,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<JoinHandle<()>> {
+    let url = std::env::var(&cfg.url_env).map_err(|_| {
+        UsageError(format!(
+            "sessions.url_env: the pack names `{}`, which is not set",
+            cfg.url_env
+        ))
+    })?;
+    let shared = Arc::new(
+        crate::session::shared::Shared::new(&url, cfg)
+            .map_err(|e| UsageError(format!("{}: {e}", cfg.url_env)))?,
+    );
+    runtime
+        .sessions
+        .mirror_to(shared.clone(), policy.sessions.ttl);
+    let mut task = tokio::spawn(shared.clone().connect(shutdown));
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(2), &mut task).await;
+    if waited.is_err() {
+        tracing::warn!("session store not reachable yet: deciding with the fail mode until it is");
+    }
+    tracing::info!(env = %cfg.url_env, prefix = %cfg.key_prefix, "sessions shared through Redis");
+    Ok(match waited {
+        Ok(_) => tokio::spawn(async {}),
+        Err(_) => task,
     })
 }
 

@@ -206,7 +206,8 @@ impl Effects {
 }
 
 /// A deep rule's verdict, before the pack's thresholds turn its score into an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum VerdictKind {
     Pass,
     Warn,
@@ -252,6 +253,7 @@ pub mod reserved {
     pub const DEEP_ERROR_RULE: &str = "deep_error";
     pub const DEEP_TIMEOUT_RULE: &str = "deep_timeout";
     pub const DEEP_WAIT_TIMEOUT_RULE: &str = "deep_wait_timeout";
+    pub const SESSION_STORE_UNAVAILABLE_RULE: &str = "session_store_unavailable";
     /// Tags the hits that carry a late verdict on an earlier event: an approval of this
     /// call never lifts them, since the human did not see them.
     pub const LATE_FINDING_TAG: &str = "late_finding";

@@ -17,6 +17,7 @@ pub mod route;
 pub mod scan;
 pub mod session_gate;
 pub mod settle;
+pub mod shared_stage;
 
 pub use crate::decision::reserved::{APPROVAL_RULE, SYNC_TIMEOUT_RULE};
 pub use gate::{Call, Gate, Recorder, SpanIds, TraceParent};

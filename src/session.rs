@@ -104,7 +104,53 @@ pub struct Pause {
     pub note: String,
 }
 
+/// A pause as the shared store keeps it (`shared`): wall-clock times only.
+#[derive(Debug, Clone)]
+pub struct SharedPause {
+    pub id: String,
+    pub session_id: String,
+    pub step_id: String,
+    pub tool_name: String,
+    pub reason: String,
+    pub redacted_arguments_json: String,
+    pub fingerprint: [u8; 32],
+    pub cause: Vec<String>,
+    pub state: PauseState,
+    pub created_at: SystemTime,
+    pub expires_at: SystemTime,
+    pub resolved_at: Option<SystemTime>,
+    pub approver: String,
+    pub note: String,
+}
+
 impl Pause {
+    /// A pause read from the shared store, its expiry placed on this process's clock.
+    pub fn from_shared(p: SharedPause) -> Pause {
+        let now = SystemTime::now();
+        let left = p.expires_at.duration_since(now).unwrap_or(Duration::ZERO);
+        let since = |t: SystemTime| now.duration_since(t).unwrap_or(Duration::ZERO);
+        let mono = Instant::now();
+        Pause {
+            id: p.id,
+            session_id: p.session_id,
+            step_id: p.step_id,
+            tool_name: p.tool_name,
+            reason: p.reason,
+            redacted_arguments_json: p.redacted_arguments_json,
+            fingerprint: p.fingerprint,
+            cause: p.cause,
+            state: p.state,
+            created_at: p.created_at,
+            expires_at: p.expires_at,
+            expires: mono + left,
+            resolved: p
+                .resolved_at
+                .map(|t| mono.checked_sub(since(t)).unwrap_or(mono)),
+            approver: p.approver,
+            note: p.note,
+        }
+    }
+
     /// The state now: a pending or approved pause past its expiry is expired.
     pub fn state(&self) -> PauseState {
         match self.state {
@@ -225,6 +271,17 @@ impl Session {
         self.provenance.as_deref()
     }
 
+    /// A session as the shared store holds it, for GetSession.
+    pub fn from_shared(id: &str, s: shared::SharedSession) -> Session {
+        let mut out = Session::new(id);
+        out.strikes = s.strikes;
+        out.flag_trajectory = s.flag_trajectory;
+        out.used_high_risk_tool = s.used_high_risk_tool;
+        out.findings = s.findings.into();
+        out.provenance = s.provenance.map(Box::new);
+        out
+    }
+
     fn new(id: &str) -> Session {
         Session {
             id: id.to_string(),
@@ -258,6 +315,8 @@ pub struct SessionStore {
     events: AtomicU64,
     evicted: AtomicU64,
     evicting: std::sync::atomic::AtomicBool,
+    /// Set when replicas share session state: findings are also written there.
+    mirror: std::sync::OnceLock<(std::sync::Arc<shared::Shared>, Duration)>,
 }
 
 impl Default for SessionStore {
@@ -286,7 +345,17 @@ impl SessionStore {
             events: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
             evicting: std::sync::atomic::AtomicBool::new(false),
+            mirror: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Writes findings to the shared store too, kept there for `ttl` (the session TTL).
+    pub fn mirror_to(&self, shared: std::sync::Arc<shared::Shared>, ttl: Duration) {
+        let _ = self.mirror.set((shared, ttl));
+    }
+
+    pub fn shared(&self) -> Option<&std::sync::Arc<shared::Shared>> {
+        self.mirror.get().map(|(s, _)| s)
     }
 
     /// Marks the session seen (creating it, or starting it afresh when its TTL passed) and
@@ -377,6 +446,52 @@ impl SessionStore {
 
     pub fn get(&self, id: &str) -> Option<Session> {
         self.sessions.get(id).map(|s| s.clone())
+    }
+
+    /// Replaces what the shared store holds for this session (read just before a decision)
+    /// in the local copy the engine works on. Buckets, pauses and findings already applied
+    /// stay local; late findings are added unapplied, so this decision applies them.
+    pub fn hydrate(
+        &self,
+        id: &str,
+        cfg: &SessionConfig,
+        p: &shared::Pulled,
+        retry_key: Option<&(String, String)>,
+    ) {
+        self.touch(id, cfg);
+        if let Some(mut s) = self.sessions.get_mut(id) {
+            s.strikes = p.strikes;
+            s.flag_trajectory = p.flag_trajectory;
+            s.used_high_risk_tool = p.used_high_risk_tool;
+            s.provenance = p.provenance.clone();
+            for f in &p.late {
+                if f.injection
+                    && let Some(prov) = s.provenance.as_mut()
+                {
+                    let src = Source::new(0, f.event, &f.tool_name, &f.step_id);
+                    crate::flow::record_late_injection(prov, src);
+                }
+                if s.findings.len() >= MAX_FINDINGS {
+                    s.findings.pop_front();
+                }
+                s.findings.push_back(f.clone());
+            }
+            if let Some(k) = retry_key {
+                if p.retry_count == 0 {
+                    s.retries.remove(k);
+                } else {
+                    s.retries.insert(k.clone(), p.retry_count);
+                }
+            }
+        }
+    }
+
+    /// The retry count of one call of a step.
+    pub fn retry_count(&self, id: &str, key: &(String, String)) -> u32 {
+        self.sessions
+            .get(id)
+            .and_then(|s| s.retries.get(key).copied())
+            .unwrap_or(0)
     }
 
     /// Adds strikes and flags after a decision; returns the session's strike total.
@@ -471,7 +586,22 @@ impl SessionStore {
 
     /// Records a deep verdict (kept on the session, newest first out) and announces it to
     /// watchers.
-    pub fn record_finding(&self, f: Finding) {
+    pub fn record_finding(&self, mut f: Finding) {
+        if let Some((shared, ttl)) = self.mirror.get() {
+            // The shared store queues a late finding for the session's next event on any
+            // replica; here it is kept as already applied, so it is not applied twice.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let (shared, ttl, stored) = (shared.clone(), *ttl, f.clone());
+                rt.spawn(async move {
+                    if let Err(e) = shared.record_finding(&stored, ttl).await {
+                        tracing::warn!(error = %e, session = %stored.session_id, "finding not written to the session store");
+                    }
+                });
+            }
+            if f.late {
+                f.applied = true;
+            }
+        }
         if let Some(mut s) = self.sessions.get_mut(&f.session_id) {
             if f.verdict == Some(VerdictKind::Warn) || f.verdict == Some(VerdictKind::Block) {
                 s.flag_trajectory = true;
@@ -496,6 +626,11 @@ impl SessionStore {
     pub fn with_provenance<R>(&self, id: &str, f: impl FnOnce(&mut Provenance) -> R) -> Option<R> {
         let mut s = self.sessions.get_mut(id)?;
         Some(f(s.provenance.get_or_insert_with(Default::default)))
+    }
+
+    /// A pause by id.
+    pub fn get_pause(&self, id: &str) -> Option<Pause> {
+        self.pauses.get(id).map(|p| p.clone())
     }
 
     /// Reads the session's provenance record, if it has one.
@@ -692,6 +827,8 @@ fn new_pause_id() -> String {
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!("pause-{hex}")
 }
+
+pub mod shared;
 
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,6 @@ use crate::event::Event;
 use crate::policy::store::PolicyStore;
 use crate::proto;
 use crate::proto::guard_service_server::GuardService;
-use crate::session::PauseError;
 use crate::telemetry::trace;
 use status::ApiError;
 
@@ -271,10 +270,8 @@ impl GuardService for Guard {
         let p = self
             .gate
             .resolve_pause(&r.pause_id, approve, r.approver.trim(), r.note.trim())
-            .map_err(|e| match e {
-                PauseError::NotFound(_) => ApiError::NotFound(e.to_string()),
-                PauseError::AlreadyResolved { .. } => ApiError::Conflict(e.to_string()),
-            })?;
+            .await
+            .map_err(ApiError::from)?;
         tracing::info!(
             pause_id = %p.id,
             session = %p.session_id,
@@ -296,8 +293,9 @@ impl GuardService for Guard {
         let session = (!r.session_id.is_empty()).then_some(r.session_id.as_str());
         let pauses = self
             .gate
-            .sessions()
             .list_pauses(session)
+            .await
+            .map_err(ApiError::from)?
             .iter()
             .map(|(p, state)| convert::pause(p, *state))
             .collect();
@@ -312,12 +310,17 @@ impl GuardService for Guard {
         if r.session_id.is_empty() {
             return Err(ApiError::invalid("session_id", "must not be empty").into());
         }
-        let sessions = &self.gate.sessions();
-        let s = sessions
-            .get(&r.session_id)
+        let s = self
+            .gate
+            .session(&r.session_id)
+            .await
+            .map_err(ApiError::from)?
             .ok_or_else(|| ApiError::NotFound("no session with that id".into()))?;
-        let pauses = sessions
+        let pauses = self
+            .gate
             .list_pauses(Some(&r.session_id))
+            .await
+            .map_err(ApiError::from)?
             .iter()
             .map(|(p, state)| convert::pause(p, *state))
             .collect();

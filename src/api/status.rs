@@ -37,6 +37,9 @@ pub enum ApiError {
     /// A fault inside the server (a worker task died); never carries request content.
     #[error("internal: {0}")]
     Internal(String),
+    /// A store the answer depends on (the shared session store) did not answer.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<ApiError> for Status {
@@ -53,13 +56,23 @@ impl From<ApiError> for Status {
             ApiError::PermissionDenied(_) => Status::permission_denied(msg),
             ApiError::ShuttingDown => Status::unavailable(msg),
             ApiError::Internal(_) => Status::internal(msg),
+            ApiError::Unavailable(_) => Status::unavailable(msg),
         }
     }
 }
 
 impl From<crate::engine::gate::GateError> for ApiError {
     fn from(e: crate::engine::gate::GateError) -> ApiError {
-        ApiError::Internal(e.to_string())
+        use crate::engine::gate::GateError;
+        use crate::session::PauseError;
+        match e {
+            GateError::Failed(_) => ApiError::Internal(e.to_string()),
+            GateError::Pause(PauseError::NotFound(_)) => ApiError::NotFound(e.to_string()),
+            GateError::Pause(PauseError::AlreadyResolved { .. }) => {
+                ApiError::Conflict(e.to_string())
+            }
+            GateError::Store(_) => ApiError::Unavailable(e.to_string()),
+        }
     }
 }
 

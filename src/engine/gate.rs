@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime};
 use crate::decision::{Action, Decision, RetrySpec, RuleHit};
 use crate::deep::pool::PoolObserver;
 use crate::engine::pipeline::{self, Options, Runtime};
+use crate::engine::shared_stage;
 use crate::event::{Context, Event};
 use crate::policy::Policy;
 use crate::session::{Pause, PauseError, SessionStore};
@@ -85,6 +86,8 @@ pub trait Recorder: PoolObserver {
     fn sessions(&self, active: usize, evicted: u64);
     fn pauses_pending(&self, pending: usize);
     fn deep_wait_timeout(&self);
+    /// One round trip to the shared session store, answered or not.
+    fn session_store(&self, ok: bool);
 }
 
 /// Records nothing: `check`, `test` and unit tests.
@@ -100,6 +103,7 @@ impl Recorder for NoRecorder {
     fn sessions(&self, _: usize, _: u64) {}
     fn pauses_pending(&self, _: usize) {}
     fn deep_wait_timeout(&self) {}
+    fn session_store(&self, _: bool) {}
 }
 
 impl PoolObserver for NoRecorder {
@@ -112,6 +116,11 @@ pub enum GateError {
     /// The decision task ended without an answer (a panic in a rule).
     #[error("the decision task failed: {0}")]
     Failed(String),
+    #[error(transparent)]
+    Pause(PauseError),
+    /// The shared session store did not answer.
+    #[error("{0}")]
+    Store(String),
 }
 
 /// The answer for a set of candidates (FilterCandidates).
@@ -145,19 +154,72 @@ impl Gate {
 
     /// A human's answer to a pause; the pending-pauses count is reported here, as every
     /// change to it is.
-    pub fn resolve_pause(
+    pub async fn resolve_pause(
         &self,
         pause_id: &str,
         approve: bool,
         approver: &str,
         note: &str,
-    ) -> Result<Pause, PauseError> {
+    ) -> Result<Pause, GateError> {
         let sessions = &self.runtime.sessions;
-        let p = sessions.resolve(pause_id, approve, approver, note)?;
+        if let Some(sh) = sessions.shared() {
+            match sh.resolve(pause_id, approve, approver, note).await {
+                Ok(Ok(p)) => {
+                    if let Ok(n) = sh.pending_pauses().await {
+                        self.runtime.recorder.pauses_pending(n);
+                    }
+                    return Ok(p);
+                }
+                // A pause this replica made while the store was down lives here alone.
+                Ok(Err(PauseError::NotFound(_))) => {}
+                Ok(Err(e)) => return Err(GateError::Pause(e)),
+                Err(e) => return Err(GateError::Store(e.to_string())),
+            }
+        }
+        let p = sessions
+            .resolve(pause_id, approve, approver, note)
+            .map_err(GateError::Pause)?;
         self.runtime
             .recorder
             .pauses_pending(sessions.pending_pauses());
         Ok(p)
+    }
+
+    /// Pending pauses (every pause of one session with `session`), from the shared store
+    /// when replicas share one.
+    pub async fn list_pauses(
+        &self,
+        session: Option<&str>,
+    ) -> Result<Vec<(Pause, crate::session::PauseState)>, GateError> {
+        let sessions = &self.runtime.sessions;
+        let mut out = match sessions.shared() {
+            Some(sh) => sh
+                .list_pauses(session)
+                .await
+                .map_err(|e| GateError::Store(e.to_string()))?,
+            None => Vec::new(),
+        };
+        // Local pauses: all of them in memory mode; with a shared store, only those made
+        // while it was down (the others are there already).
+        for lp in sessions.list_pauses(session) {
+            if !out.iter().any(|(p, _)| p.id == lp.0.id) {
+                out.push(lp);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A session's state, from the shared store when replicas share one.
+    pub async fn session(&self, id: &str) -> Result<Option<crate::session::Session>, GateError> {
+        let sessions = &self.runtime.sessions;
+        match sessions.shared() {
+            Some(sh) => Ok(sh
+                .session(id)
+                .await
+                .map_err(|e| GateError::Store(e.to_string()))?
+                .map(|s| crate::session::Session::from_shared(id, s))),
+            None => Ok(sessions.get(id)),
+        }
     }
 
     /// Decides one event: traces, decides and records it. `view` sees the finished decision
@@ -178,9 +240,19 @@ impl Gate {
             let rt = &gate.runtime;
             let span = rt.recorder.open(&call.parent);
             let meta = pipeline::meta(&call.parent, span);
-            let opts = Options::default();
-            let (event, d) =
+            let shared = match rt.sessions.shared() {
+                Some(sh) => shared_stage::pull(sh, rt, &event, &call.policy, true).await,
+                None => None,
+            };
+            let opts = Options {
+                shared: shared.clone(),
+                ..Options::default()
+            };
+            let (event, mut d) =
                 pipeline::decide(event, &call.policy, rt, &meta, call.size, opts).await;
+            if let (Some(sh), Some(pulled)) = (rt.sessions.shared(), &shared) {
+                shared_stage::commit(sh, rt, &event, &call.policy, pulled, &mut d).await;
+            }
             (gate.finish(event, d, call, span, view), span)
         });
         // Most decisions wait for nothing (no deep rule to await, a small scan): polled once
@@ -234,8 +306,15 @@ impl Gate {
             .first()
             .map(|e| e.context.session_id.clone())
             .unwrap_or_default();
+        // Shared sessions: the set reads the session once (its late findings included) and
+        // takes no rate-limit token, like the local path.
+        let shared = match (rt.sessions.shared(), events.first()) {
+            (Some(sh), Some(first)) => shared_stage::pull(sh, rt, first, &call.policy, false).await,
+            _ => None,
+        };
         let opts = Options {
             candidate_of: Some(Arc::new(rt.sessions.take_late_findings(&sid))),
+            shared: shared.clone(),
         };
         let mut out = Candidates {
             decisions: Vec::with_capacity(events.len()),
@@ -263,6 +342,9 @@ impl Gate {
         // One set, one regeneration: its strikes count once, like its retry attempt.
         if !sid.is_empty() {
             rt.sessions.apply_effects(&sid, strikes, flag, false);
+            if let (Some(sh), Some(pulled)) = (rt.sessions.shared(), &shared) {
+                shared_stage::commit_session(sh, rt, &sid, &call.policy, pulled).await;
+            }
         }
         if out.allowed.is_empty()
             && let Some((event, d)) = first_filtered

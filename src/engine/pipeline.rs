@@ -49,7 +49,7 @@ pub async fn decide(
 
     // 3. Session gate: strikes, late verdicts, rate limits, a human's answer to a pause.
     session_gate::session_hits(&event, policy, rt, &snap, &opts, &mut d.hits);
-    let approved = redeem(&event, rt, &mut d.hits);
+    let approved = redeem(&event, rt, &opts, &mut d.hits);
 
     // 4. Deep stage: deep rules for as long as the tier allows.
     let mut goal = Goal::default();
@@ -210,6 +210,8 @@ pub struct Options {
     /// once for the set, no rate-limit token is taken, and the session's late findings,
     /// taken once by the caller, apply to every candidate.
     pub candidate_of: Option<Arc<Vec<Finding>>>,
+    /// What the shared session store said before this decision (`sessions.backend: redis`).
+    pub shared: Option<Arc<super::shared_stage::SharedCall>>,
 }
 
 /// The action the caller would get in enforce mode.

@@ -43,13 +43,22 @@ pub fn session_hits(
     if opts.candidate_of.is_some() {
         return;
     }
+    if let Some(super::shared_stage::SharedCall::Unavailable(h)) = opts.shared.as_deref() {
+        hits.push(h.clone());
+    }
+    let pulled = opts.shared.as_deref().and_then(|s| s.pulled());
     if event.kind == EventKind::ToolCallStart {
         for limit in policy
             .rate_limits
             .iter()
             .filter(|l| l.applies(&event.tool_name))
         {
-            if !rt.sessions.rate_allows(limit, sid, &event.context.tenant) {
+            // Replicas share buckets: the token was taken in the shared store already.
+            let allowed = match pulled.and_then(|p| p.rate_allows(&limit.id)) {
+                Some(ok) => ok,
+                None => rt.sessions.rate_allows(limit, sid, &event.context.tenant),
+            };
+            if !allowed {
                 hits.push(
                     RuleHit::new(
                         &limit.id,
@@ -101,16 +110,32 @@ fn late_hit(f: &Finding) -> RuleHit {
 }
 
 /// A resubmitted call's `pause_id`: approved pauses are returned (and used up); denied and
-/// expired ones stop the call.
-pub fn redeem(event: &Event, rt: &Runtime, hits: &mut Vec<RuleHit>) -> Option<Pause> {
+/// expired ones stop the call. With shared sessions the pause was redeemed in the shared
+/// store already (atomically, so two replicas cannot both use one approval).
+pub fn redeem(
+    event: &Event,
+    rt: &Runtime,
+    opts: &Options,
+    hits: &mut Vec<RuleHit>,
+) -> Option<Pause> {
     if event.kind != EventKind::ToolCallStart || event.pause_id.is_empty() {
         return None;
     }
-    let fp = fingerprint(event);
-    match rt
-        .sessions
-        .redeem(&event.pause_id, &event.context.session_id, &fp)
-    {
+    let shared = opts
+        .shared
+        .as_deref()
+        .and_then(|s| s.pulled())
+        .and_then(|p| p.redeemed.clone());
+    let redeemed = match shared {
+        // Not in the shared store: a pause this replica made while the store was down.
+        Some(Redeemed::NotThisCall) | None => {
+            let fp = fingerprint(event);
+            rt.sessions
+                .redeem(&event.pause_id, &event.context.session_id, &fp)
+        }
+        Some(r) => r,
+    };
+    match redeemed {
         Redeemed::Approved(p) => Some(p),
         Redeemed::Denied(p) => {
             let note = note_of(&p);
@@ -288,7 +313,7 @@ pub fn fingerprint(event: &Event) -> [u8; 32] {
 /// Retries are counted per call of a step: the same tool in the same step, whatever its
 /// arguments, because a model asked to retry changes the arguments; counting by exact
 /// arguments would let it loop forever.
-fn call_key(event: &Event) -> String {
+pub(super) fn call_key(event: &Event) -> String {
     format!("{}:{}", event.kind.as_str(), event.tool_name)
 }
 

@@ -14,7 +14,7 @@ pub const MAX_SOURCES: usize = 32;
 const MAX_NAME_BYTES: usize = 96;
 
 /// An event that brought untrusted content into the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     /// The session's event number (1 for its first event).
     pub seq: u32,
@@ -68,8 +68,8 @@ pub enum Standing {
     Unknown,
 }
 
-/// The per-session record.
-#[derive(Debug, Clone, Default)]
+/// The per-session record. Serializable so replicas can share it (`session::shared`).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
     /// Events of the session seen so far.
     pub seq: u32,

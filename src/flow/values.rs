@@ -8,7 +8,7 @@ use regex::Regex;
 
 /// What kind of destination a value is; part of its hash, so a number and a path that
 /// happen to print alike are different values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum ValueKind {
     Email = 1,
@@ -52,12 +52,42 @@ pub type ValueKey = u64;
 static HASH_KEYS: LazyLock<std::collections::hash_map::RandomState> =
     LazyLock::new(std::collections::hash_map::RandomState::new);
 
+/// Set when sessions are shared by replicas: every replica must hash a value alike, so the
+/// key is derived from a secret they share instead of drawn at start-up.
+static SHARED_KEY: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+
+/// Hashes values under a key derived from `secret` from now on (before any session is
+/// recorded). Returns false when a different key was already set.
+pub fn share_hash_key(secret: &[u8]) -> bool {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest([b"toolgate flow values\0".as_slice(), secret].concat());
+    let mut k0 = [0u8; 8];
+    let mut k1 = [0u8; 8];
+    k0.copy_from_slice(&d[..8]);
+    k1.copy_from_slice(&d[8..16]);
+    let key = (u64::from_le_bytes(k0), u64::from_le_bytes(k1));
+    *SHARED_KEY.get_or_init(|| key) == key
+}
+
 impl Value {
     pub fn key(&self) -> ValueKey {
-        let mut h = HASH_KEYS.build_hasher();
-        h.write_u8(self.kind as u8);
-        h.write(self.text.as_bytes());
-        h.finish()
+        match SHARED_KEY.get() {
+            Some(&(k0, k1)) => {
+                // SipHash-2-4 with an explicit key: a fixed, specified function, so replicas
+                // built by different compilers still agree (std's RandomState may change).
+                #[allow(deprecated)]
+                let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
+                h.write_u8(self.kind as u8);
+                h.write(self.text.as_bytes());
+                h.finish()
+            }
+            None => {
+                let mut h = HASH_KEYS.build_hasher();
+                h.write_u8(self.kind as u8);
+                h.write(self.text.as_bytes());
+                h.finish()
+            }
+        }
     }
 }
 

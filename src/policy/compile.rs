@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack_with};
 use super::{
     AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
-    SessionConfig, SyncConfig, SyncFailMode, TenantsConfig,
+    SessionConfig, SharedSessions, SyncConfig, SyncFailMode, TenantsConfig,
 };
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
@@ -68,6 +68,13 @@ fn render_problems(source_name: &str, problems: &[Problem]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A POSIX-style environment variable name: what `*_env` keys hold.
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !s.as_bytes()[0].is_ascii_digit()
 }
 
 /// The embedded default pack, compiled.
@@ -162,6 +169,78 @@ impl Cx<'_> {
             path,
             message: message.into(),
         });
+    }
+
+    fn shared_sessions(&mut self, raw: &RawPack) -> Option<SharedSessions> {
+        let s = &raw.sessions;
+        match s.backend.as_deref() {
+            None | Some("memory") => {
+                for (set, key) in [
+                    (s.url_env.is_some(), "sessions.url_env"),
+                    (s.timeout_ms.is_some(), "sessions.timeout_ms"),
+                    (s.fail_closed_tiers.is_some(), "sessions.fail_closed_tiers"),
+                    (s.key_prefix.is_some(), "sessions.key_prefix"),
+                ] {
+                    if set {
+                        self.warn(key, "ignored: only `backend: redis` reads it");
+                    }
+                }
+                return None;
+            }
+            Some("redis") => {}
+            Some(other) => {
+                self.err(
+                    "sessions.backend",
+                    format!("unknown backend `{other}` (expected memory or redis)"),
+                );
+                return None;
+            }
+        }
+        let url_env = s
+            .url_env
+            .clone()
+            .unwrap_or_else(|| "TOOLGATE_REDIS_URL".into());
+        if !is_env_name(&url_env) {
+            self.err(
+                "sessions.url_env",
+                format!("`{url_env}` is not an environment variable name; give the variable's name, not the URL"),
+            );
+        }
+        let timeout_ms = s.timeout_ms.unwrap_or(50);
+        if !(1..=10_000).contains(&timeout_ms) {
+            self.err(
+                "sessions.timeout_ms",
+                format!("must be between 1 and 10000, got {timeout_ms}"),
+            );
+        }
+        let mut fail_closed_tiers = Vec::new();
+        let tiers = s
+            .fail_closed_tiers
+            .clone()
+            .unwrap_or_else(|| vec!["high".into(), "critical".into()]);
+        for (i, t) in tiers.iter().enumerate() {
+            if let Some(l) = self.level(&format!("sessions.fail_closed_tiers[{i}]"), t) {
+                fail_closed_tiers.push(l);
+            }
+        }
+        let key_prefix = s.key_prefix.clone().unwrap_or_else(|| "toolgate".into());
+        if key_prefix.is_empty()
+            || key_prefix.len() > 64
+            || !key_prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
+        {
+            self.err(
+                "sessions.key_prefix",
+                "1 to 64 characters: letters, digits, `_`, `-`, `.` or `:`",
+            );
+        }
+        Some(SharedSessions {
+            url_env,
+            timeout: Duration::from_millis(timeout_ms),
+            fail_closed_tiers,
+            key_prefix,
+        })
     }
 
     fn tenants(&mut self, raw: &RawPack) -> Option<TenantsConfig> {
@@ -333,6 +412,7 @@ impl Cx<'_> {
             strike_limit: raw.sessions.strike_limit.unwrap_or(3),
             ttl: Duration::from_secs(raw.sessions.ttl_s.unwrap_or(3600)),
             max_sessions: raw.sessions.max_sessions.unwrap_or(100_000),
+            shared: self.shared_sessions(raw),
         };
         if raw
             .approvals

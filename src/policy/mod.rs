@@ -93,6 +93,17 @@ pub struct SessionConfig {
     pub strike_limit: u32,
     pub ttl: Duration,
     pub max_sessions: u64,
+    /// Session state shared by every replica through Redis; `None` keeps it in memory.
+    pub shared: Option<SharedSessions>,
+}
+
+/// `sessions.backend: redis`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSessions {
+    pub url_env: String,
+    pub timeout: Duration,
+    pub fail_closed_tiers: Vec<RiskLevel>,
+    pub key_prefix: String,
 }
 
 #[derive(Debug, Clone)]

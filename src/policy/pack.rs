@@ -548,6 +548,17 @@ pub struct RawSessions {
     pub strike_limit: Option<u32>,
     pub ttl_s: Option<u64>,
     pub max_sessions: Option<u64>,
+    /// `memory` (one process) or `redis` (shared by every replica).
+    pub backend: Option<String>,
+    /// With `redis`: the environment variable holding the Redis URL.
+    pub url_env: Option<String>,
+    /// With `redis`: how long one round trip may take before the fail mode applies.
+    pub timeout_ms: Option<u64>,
+    /// With `redis`: tool tiers whose calls STOP while Redis cannot be reached; the others
+    /// go on with this replica's own view of the session, with a hit saying so.
+    pub fail_closed_tiers: Option<Vec<String>>,
+    /// With `redis`: the prefix of every key toolgate writes.
+    pub key_prefix: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -12,6 +12,7 @@ fn cfg(ttl_s: u64, max_sessions: u64) -> SessionConfig {
         strike_limit: 3,
         ttl: Duration::from_secs(ttl_s),
         max_sessions,
+        shared: None,
     }
 }
 

@@ -256,6 +256,8 @@ pub struct Metrics {
     evicted_seen: std::sync::atomic::AtomicU64,
     pauses_pending: IntGauge,
     decision_log_dropped: IntCounter,
+    session_store_up: IntGauge,
+    session_store_errors: IntCounter,
     tenant_database_up: IntGauge,
     tenant_overlays: IntGauge,
     tenant_rejected: IntCounter,
@@ -313,6 +315,14 @@ impl Metrics {
             "toolgate_decision_log_dropped_total",
             "Decision log lines dropped: the writer fell behind, or had stopped",
         )?;
+        let session_store_up = IntGauge::new(
+            "toolgate_session_store_up",
+            "1 while the shared session store (Redis) answered the last round trip; 0 while decisions run on this replica's own view",
+        )?;
+        let session_store_errors = IntCounter::new(
+            "toolgate_session_store_errors_total",
+            "Round trips to the shared session store that failed or timed out",
+        )?;
         let tenant_database_up = IntGauge::new(
             "toolgate_tenant_database_up",
             "1 while the tenant rules database can be read; 0 while tenants are served from their last good overlay or the static pack",
@@ -369,6 +379,8 @@ impl Metrics {
         registry.register(Box::new(sessions_evicted.clone()))?;
         registry.register(Box::new(pauses_pending.clone()))?;
         registry.register(Box::new(decision_log_dropped.clone()))?;
+        registry.register(Box::new(session_store_up.clone()))?;
+        registry.register(Box::new(session_store_errors.clone()))?;
         registry.register(Box::new(tenant_database_up.clone()))?;
         registry.register(Box::new(tenant_overlays.clone()))?;
         registry.register(Box::new(tenant_rejected.clone()))?;
@@ -392,6 +404,8 @@ impl Metrics {
             evicted_seen: std::sync::atomic::AtomicU64::new(0),
             pauses_pending,
             decision_log_dropped,
+            session_store_up,
+            session_store_errors,
             tenant_database_up,
             tenant_overlays,
             tenant_rejected,
@@ -400,6 +414,13 @@ impl Metrics {
             safety_warnings,
             safety_degraded,
         })
+    }
+
+    pub fn session_store(&self, ok: bool) {
+        self.session_store_up.set(i64::from(ok));
+        if !ok {
+            self.session_store_errors.inc();
+        }
     }
 
     pub fn set_tenant_database_up(&self, up: bool) {

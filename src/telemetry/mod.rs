@@ -93,6 +93,10 @@ impl Recorder for Telemetry {
     fn deep_wait_timeout(&self) {
         self.metrics.deep_wait_timeout();
     }
+
+    fn session_store(&self, ok: bool) {
+        self.metrics.session_store(ok);
+    }
 }
 
 impl PoolObserver for Telemetry {

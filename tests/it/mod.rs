@@ -8,6 +8,7 @@ mod mcp;
 mod observability;
 mod readme;
 mod reload;
+mod replicas;
 mod review;
 mod services;
 mod tenants;

@@ -268,3 +268,64 @@ impl Drop for Toolgate {
         let _ = self.child.wait();
     }
 }
+
+/// A `redis-server` of its own on a free loopback port (no persistence), killed on drop.
+pub struct Redis {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+impl Redis {
+    pub fn start() -> Redis {
+        let mut r = Redis {
+            child: None,
+            port: free_port(),
+        };
+        r.up();
+        r
+    }
+
+    /// Starts (or restarts, empty) the server and waits until it answers.
+    pub fn up(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server runs: install Debian's `redis-server` (`.ci/run` does)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 16];
+                if s.write_all(b"PING\r\n").is_ok()
+                    && s.read(&mut buf)
+                        .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+                {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn down(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.down();
+    }
+}

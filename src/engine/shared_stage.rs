@@ -1,0 +1,222 @@
+//! Shared session state around one decision (`sessions.backend: redis`): the round trip
+//! before it (`pull`, then the local copy is brought up to date) and, when the decision
+//! changed its session, the one after it (`commit`). With Redis unreachable the decision goes
+//! on with this replica's own view and a `session_store_unavailable` hit, which STOPs the
+//! tiers the pack names in `sessions.fail_closed_tiers`.
+
+use std::sync::Arc;
+
+use super::pipeline::{Runtime, would_be};
+use super::session_gate::{call_key, fingerprint};
+use crate::decision::reserved::SESSION_STORE_UNAVAILABLE_RULE;
+use crate::decision::{Action, Decision, RiskLevel, RuleHit};
+use crate::event::{Event, EventKind};
+use crate::policy::Policy;
+use crate::session::Redeemed;
+use crate::session::shared::{Commit, PullRequest, Pulled, Shared};
+
+/// What the shared store said before the decision.
+#[derive(Debug, Clone)]
+pub enum SharedCall {
+    Pulled(Box<Pulled>),
+    /// Redis did not answer: the hit the decision carries.
+    Unavailable(RuleHit),
+}
+
+impl SharedCall {
+    pub fn pulled(&self) -> Option<&Pulled> {
+        match self {
+            SharedCall::Pulled(p) => Some(p),
+            SharedCall::Unavailable(_) => None,
+        }
+    }
+}
+
+/// The retry counter a call of a step uses, as the local store keys it.
+fn retry_key(event: &Event) -> (String, String) {
+    (event.context.step_id.clone(), call_key(event))
+}
+
+fn retry_field((step, call): &(String, String)) -> String {
+    format!("{step}\0{call}")
+}
+
+/// Reads the session from the shared store into the local one and takes the call's
+/// rate-limit tokens there. `None` when there is nothing to share (no store, or a call with
+/// no session and no shared rate limit).
+pub async fn pull(
+    shared: &Shared,
+    rt: &Runtime,
+    event: &Event,
+    policy: &Policy,
+    take_tokens: bool,
+) -> Option<Arc<SharedCall>> {
+    let sid = event.context.session_id.as_str();
+    let limits: Vec<_> = if take_tokens && event.kind == EventKind::ToolCallStart {
+        policy
+            .rate_limits
+            .iter()
+            .filter(|l| l.applies(&event.tool_name))
+            .filter(|l| !sid.is_empty() || l.per != crate::policy::RateScope::Session)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if sid.is_empty() && limits.is_empty() {
+        return None;
+    }
+    let key = retry_key(event);
+    let redeem = (event.kind == EventKind::ToolCallStart && !event.pause_id.is_empty())
+        .then(|| (event.pause_id.as_str(), fingerprint(event)));
+    let req = PullRequest {
+        session: sid,
+        tenant: &event.context.tenant,
+        ttl: policy.sessions.ttl,
+        want_provenance: !policy.flow.is_off(),
+        retry_key: (!sid.is_empty() && event.kind == EventKind::ToolCallStart)
+            .then(|| retry_field(&key)),
+        redeem,
+        limits,
+    };
+    let call = match shared.pull(&req).await {
+        Ok(p) => {
+            rt.recorder.session_store(true);
+            if !sid.is_empty() {
+                rt.sessions.hydrate(sid, &policy.sessions, &p, Some(&key));
+            }
+            SharedCall::Pulled(Box::new(p))
+        }
+        Err(e) => {
+            rt.recorder.session_store(false);
+            tracing::warn!(error = %e, "session store unavailable: deciding on this replica's view");
+            SharedCall::Unavailable(unavailable_hit(shared, event, policy))
+        }
+    };
+    Some(Arc::new(call))
+}
+
+/// The hit a decision carries while Redis cannot be reached: a STOP for the tiers the pack
+/// fails closed, an ALLOW that says so for the rest.
+fn unavailable_hit(shared: &Shared, event: &Event, policy: &Policy) -> RuleHit {
+    let tier = match event.kind {
+        EventKind::ToolCallStart | EventKind::ToolCallResult => {
+            Some(policy.tiers.tier(&event.tool_name))
+        }
+        EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
+    };
+    let closed = tier.is_some_and(|t| shared.fail_closed_tiers.contains(&t));
+    let (action, reason) = if closed {
+        (
+            Action::Stop,
+            format!(
+                "the shared session store cannot be reached, and calls in the {} tier fail closed",
+                tier.map_or("", RiskLevel::as_str)
+            ),
+        )
+    } else {
+        (
+            Action::Allow,
+            "the shared session store cannot be reached: decided on this replica's view of the session".to_string(),
+        )
+    };
+    RuleHit::new(
+        SESSION_STORE_UNAVAILABLE_RULE,
+        action,
+        tier.unwrap_or(RiskLevel::Medium),
+        reason,
+    )
+    .tagged("session")
+}
+
+/// Writes what a candidate set changed in its session: strikes and flags only (a set takes
+/// no token, registers no pause and counts its retry through its own decision).
+pub async fn commit_session(
+    shared: &Shared,
+    rt: &Runtime,
+    sid: &str,
+    policy: &Policy,
+    call: &SharedCall,
+) {
+    let (Some(before), Some(after)) = (call.pulled(), rt.sessions.get(sid)) else {
+        return;
+    };
+    let c = Commit {
+        session: sid,
+        ttl: policy.sessions.ttl,
+        strikes: after.strikes.saturating_sub(before.strikes),
+        flag_trajectory: after.flag_trajectory && !before.flag_trajectory,
+        ..Commit::default()
+    };
+    if c.is_empty() {
+        return;
+    }
+    let ok = shared.commit(&c).await;
+    rt.recorder.session_store(ok.is_ok());
+}
+
+/// Writes what the decision changed in its session; a pause registered here takes the id
+/// the shared store gives it (an identical call paused on another replica keeps one pause).
+pub async fn commit(
+    shared: &Shared,
+    rt: &Runtime,
+    event: &Event,
+    policy: &Policy,
+    call: &SharedCall,
+    d: &mut Decision,
+) {
+    let Some(before) = call.pulled() else {
+        return;
+    };
+    let sid = event.context.session_id.as_str();
+    if sid.is_empty() {
+        return;
+    }
+    let Some(after) = rt.sessions.get(sid) else {
+        return;
+    };
+    let key = retry_key(event);
+    let count = rt.sessions.retry_count(sid, &key);
+    let provenance = match (after.provenance(), &before.provenance) {
+        (Some(p), Some(b)) if p.seq == b.seq => None,
+        (Some(p), _) => serde_json::to_string(p).ok(),
+        (None, _) => None,
+    };
+    let restore = match &before.redeemed {
+        Some(Redeemed::Approved(p)) if !matches!(would_be(d), Action::Allow | Action::Redact) => {
+            Some(p.id.as_str())
+        }
+        _ => None,
+    };
+    let pause = d
+        .pause
+        .as_ref()
+        .filter(|p| !p.pause_id.is_empty())
+        .and_then(|p| rt.sessions.get_pause(&p.pause_id));
+    let c = Commit {
+        session: sid,
+        ttl: policy.sessions.ttl,
+        strikes: after.strikes.saturating_sub(before.strikes),
+        flag_trajectory: after.flag_trajectory && !before.flag_trajectory,
+        used_high_risk_tool: after.used_high_risk_tool && !before.used_high_risk_tool,
+        provenance,
+        retry: (count > before.retry_count).then(|| (retry_field(&key), count)),
+        restore_approval: restore,
+        pause: pause.as_ref(),
+    };
+    if c.is_empty() {
+        return;
+    }
+    match shared.commit(&c).await {
+        Ok(Some(id)) => {
+            if let Some(spec) = d.pause.as_mut() {
+                spec.pause_id = id;
+            }
+            rt.recorder.session_store(true);
+        }
+        Ok(None) => rt.recorder.session_store(true),
+        Err(e) => {
+            rt.recorder.session_store(false);
+            tracing::warn!(error = %e, session = %sid, "session changes not written to the session store");
+        }
+    }
+}
