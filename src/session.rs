@@ -589,8 +589,11 @@ impl SessionStore {
     pub fn record_finding(&self, mut f: Finding) {
         if let Some((shared, ttl)) = self.mirror.get() {
             // The shared store queues a late finding for the session's next event on any
-            // replica; here it is kept as already applied, so it is not applied twice.
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            // replica; here it is kept as already applied, so it is not applied twice. A
+            // pass changes nothing for other replicas and is kept here only.
+            if f.verdict != Some(VerdictKind::Pass)
+                && let Ok(rt) = tokio::runtime::Handle::try_current()
+            {
                 let (shared, ttl, stored) = (shared.clone(), *ttl, f.clone());
                 rt.spawn(async move {
                     if let Err(e) = shared.record_finding(&stored, ttl).await {

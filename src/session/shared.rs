@@ -228,21 +228,26 @@ const PULL: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'strikes', 0)
-local s = redis.call('HMGET', KEYS[1], 'strikes', 'flag', 'hr')
-for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl) end
+local s = {}
 local prov = false
-if ARGV[2] == '1' then prov = redis.call('GET', KEYS[2]) end
-local late = redis.call('LRANGE', KEYS[3], 0, -1)
-if #late > 0 then redis.call('DEL', KEYS[3]) end
+local late = {}
 local retry = 0
-if ARGV[3] ~= '' then retry = tonumber(redis.call('HGET', KEYS[4], ARGV[3]) or '0') end
+-- A call with no session (only tenant or global buckets) touches no session key.
+if ARGV[4] ~= '' then
+  redis.call('HINCRBY', KEYS[1], 'strikes', 0)
+  s = redis.call('HMGET', KEYS[1], 'strikes', 'flag', 'hr')
+  for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  if ARGV[2] == '1' then prov = redis.call('GET', KEYS[2]) end
+  late = redis.call('LRANGE', KEYS[3], 0, -1)
+  if #late > 0 then redis.call('DEL', KEYS[3]) end
+  if ARGV[3] ~= '' then retry = tonumber(redis.call('HGET', KEYS[4], ARGV[3]) or '0') end
+end
 local pause = {}
 if ARGV[5] ~= '' then
   local p = redis.call('HGETALL', KEYS[5])
   local h = {}
   for i = 1, #p, 2 do h[p[i]] = p[i + 1] end
-  if h.session == ARGV[4] and h.fp == ARGV[5] then
+  if ARGV[4] ~= '' and h.session == ARGV[4] and h.fp == ARGV[5] then
     local state = h.state
     if (state == 'pending' or state == 'approved') and now >= tonumber(h.expires_ms) then
       state = 'expired'

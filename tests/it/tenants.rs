@@ -150,6 +150,7 @@ async fn a_tenant_rule_applies_to_its_tenant_follows_notify_and_survives_an_outa
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     assert_ne!(retried.policy_version, acme.policy_version);
+    eprintln!("row change visible after {:?}", changed.elapsed());
 
     // A bad row is rejected with its id and field; the tenant keeps its last good overlay.
     pg.exec(
