@@ -22,15 +22,26 @@ fn rss_kib() -> u64 {
 }
 
 fn rows(tenant: usize) -> Vec<Row> {
+    // `TENANT_BENCH_ROWS=tiers`: rows that only set tool tiers (no patterns of their own).
+    let tiers_only = std::env::var("TENANT_BENCH_ROWS").is_ok_and(|v| v == "tiers");
     (0..3)
         .map(|i| Row {
-            rule_id: format!("t{tenant}-rule-{i}"),
+            // Tier rows name rules of the pack and change nothing in them.
+            rule_id: if tiers_only {
+                ["pii", "secrets", "sudo"][i].to_string()
+            } else {
+                format!("t{tenant}-rule-{i}")
+            },
             enabled: true,
-            rule: json!({
-                "keywords": [format!("project-{tenant}-{i}"), "quarterly export"],
-                "action": "retry",
-                "applies_to": ["tool_call_start"],
-            }),
+            rule: if tiers_only {
+                json!({})
+            } else {
+                json!({
+                    "keywords": [format!("project-{tenant}-{i}"), "quarterly export"],
+                    "action": "retry",
+                    "applies_to": ["tool_call_start"],
+                })
+            },
             tool_risks: json!({ format!("team{tenant}.*"): "high" }),
             version: 1,
         })

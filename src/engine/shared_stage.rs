@@ -68,11 +68,14 @@ pub async fn pull(
     let key = retry_key(event);
     let redeem = (event.kind == EventKind::ToolCallStart && !event.pause_id.is_empty())
         .then(|| (event.pause_id.as_str(), fingerprint(event)));
+    let flow_on = !policy.flow.is_off();
     let req = PullRequest {
         session: sid,
         tenant: &event.context.tenant,
         ttl: policy.sessions.ttl,
-        want_provenance: !policy.flow.is_off(),
+        want_provenance: flow_on,
+        // The flow stage records every event of a decided call (not a candidate's).
+        count_event: flow_on && take_tokens,
         retry_key: (!sid.is_empty() && event.kind == EventKind::ToolCallStart)
             .then(|| retry_field(&key)),
         redeem,
@@ -176,11 +179,12 @@ pub async fn commit(
     };
     let key = retry_key(event);
     let count = rt.sessions.retry_count(sid, &key);
-    let provenance = match (after.provenance(), &before.provenance) {
-        (Some(p), Some(b)) if p.seq == b.seq => None,
-        (Some(p), _) => serde_json::to_string(p).ok(),
-        (None, _) => None,
-    };
+    // Written back only when it changed: an event that only counted itself (the shared
+    // store counted it already) costs no second round trip.
+    let provenance = after
+        .provenance()
+        .and_then(|p| postcard::to_allocvec(p).ok())
+        .filter(|bytes| *bytes != before.provenance_bytes);
     let restore = match &before.redeemed {
         Some(Redeemed::Approved(p)) if !matches!(would_be(d), Action::Allow | Action::Redact) => {
             Some(p.id.as_str())

@@ -71,12 +71,17 @@ pub enum Standing {
 /// The per-session record. Serializable so replicas can share it (`session::shared`).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
-    /// Events of the session seen so far.
+    /// Events of the session seen so far. Not in the shared record: the shared store counts
+    /// events itself, so a record that only counted one more event is not written again.
+    #[serde(skip)]
     pub seq: u32,
+    #[serde(serialize_with = "sorted_map")]
     untrusted: HashMap<ValueKey, (u32, ValueKind)>,
+    #[serde(serialize_with = "sorted_set")]
     trusted: HashSet<ValueKey>,
     /// Words of user messages, kept apart so a chatty user cannot crowd out the addresses
     /// and accounts they gave.
+    #[serde(serialize_with = "sorted_set")]
     trusted_words: HashSet<ValueKey>,
     /// Set when an untrusted value was not recorded for room.
     untrusted_overflow: bool,
@@ -90,6 +95,22 @@ pub struct Provenance {
     /// A hash of the task goal last read for trusted values, so an unchanged goal is not
     /// read again on every event.
     goal_hash: u64,
+}
+
+/// Tables written in key order: the same record always makes the same bytes, so the shared
+/// store can tell an unchanged record from a changed one.
+fn sorted_map<S: serde::Serializer>(
+    m: &HashMap<ValueKey, (u32, ValueKind)>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let sorted: std::collections::BTreeMap<_, _> = m.iter().collect();
+    serde::Serialize::serialize(&sorted, s)
+}
+
+fn sorted_set<S: serde::Serializer>(set: &HashSet<ValueKey>, s: S) -> Result<S::Ok, S::Error> {
+    let mut v: Vec<_> = set.iter().collect();
+    v.sort_unstable();
+    serde::Serialize::serialize(&v, s)
 }
 
 impl Provenance {

@@ -1289,9 +1289,32 @@ impl Cx<'_> {
     }
 }
 
+/// Compiled regexes by source, shared by every pack compiled in this process: a tenant's
+/// overlay repeats the base pack's patterns, so it shares the base's regexes, their lazy
+/// match caches included (the larger part of a compiled pack's memory). Entries die with the
+/// last pack that uses them.
+fn build_regex(src: &str) -> Result<Arc<Regex>, String> {
+    type Built = std::collections::HashMap<String, std::sync::Weak<Regex>>;
+    static BUILT: std::sync::LazyLock<std::sync::Mutex<Built>> =
+        std::sync::LazyLock::new(Default::default);
+    if let Some(r) = BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(src)
+        .and_then(std::sync::Weak::upgrade)
+    {
+        return Ok(r);
+    }
+    let r = Arc::new(build_regex_uncached(src)?);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    built.retain(|_, w| w.strong_count() > 0);
+    built.insert(src.to_string(), Arc::downgrade(&r));
+    Ok(r)
+}
+
 /// The error is turned into text at once: the builder's error type is large, and only its
 /// message is ever shown.
-fn build_regex(src: &str) -> Result<Regex, String> {
+fn build_regex_uncached(src: &str) -> Result<Regex, String> {
     Regex::builder()
         .configure(
             Regex::config()

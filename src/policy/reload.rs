@@ -46,6 +46,17 @@ impl Reloader {
                 for w in &policy.warnings {
                     tracing::warn!(policy = %self.path.display(), warning = %w, "policy warning");
                 }
+                // Connections are made once, at start-up (`cache_ttl_s` applies at once).
+                let old = self.store.load();
+                let url_env =
+                    |p: &super::Policy| p.tenants.as_ref().map(|t| t.database_url_env.clone());
+                if url_env(&old) != url_env(&policy)
+                    || old.sessions.shared != policy.sessions.shared
+                {
+                    tracing::warn!(
+                        "the tenant database or the shared session settings changed: they take effect when the server restarts"
+                    );
+                }
                 tracing::info!(
                     pack = %policy.name,
                     version = %policy.version_tag(),

@@ -117,7 +117,7 @@ pub enum RuleMatcher {
 pub struct CompiledPattern {
     pub rule: usize,
     pub kind: String,
-    pub regex: Regex,
+    pub regex: Arc<Regex>,
     pub group: usize,
     pub validator: Validator,
     pub allow_emails: Arc<[String]>,
@@ -135,7 +135,7 @@ pub struct CompiledPattern {
 pub struct PatternInput {
     pub rule: usize,
     pub kind: String,
-    pub regex: Regex,
+    pub regex: Arc<Regex>,
     pub group: usize,
     pub validator: Validator,
     pub allow_emails: Arc<[String]>,
@@ -338,7 +338,7 @@ impl FastRuleSet {
                 } else if let Some((_, set)) = built.iter().find(|(m, _)| *m == members) {
                     Some(set.clone())
                 } else {
-                    let set = Arc::new(anchor_set(&members, &anchors_of)?);
+                    let set = shared_anchor_set(&members, &anchors_of)?;
                     built.push((members, set.clone()));
                     Some(set)
                 };
@@ -735,6 +735,40 @@ fn with_contained<S: AsRef<str>>(lits: &[S], own: &[Vec<u32>]) -> Vec<Vec<u32>> 
         out[a].dedup();
     }
     out
+}
+
+/// Anchor automata already built by a live rule set, by what they were built from. A
+/// tenant's overlay is the base pack plus a few rules: most of its scopes hold exactly the
+/// base's patterns, and share the base's automata instead of building copies (the automata
+/// are most of a compiled pack's memory and build time). Entries die with the last rule set
+/// that uses them.
+type AnchorKey = Vec<(u32, Vec<String>)>;
+
+fn shared_anchor_set(
+    members: &[u32],
+    anchors_of: &[Vec<String>],
+) -> Result<Arc<AnchorSet>, BuildError> {
+    static BUILT: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<AnchorKey, std::sync::Weak<AnchorSet>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let key: AnchorKey = members
+        .iter()
+        .map(|&pi| (pi, anchors_of[pi as usize].clone()))
+        .collect();
+    if let Some(set) = BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .and_then(std::sync::Weak::upgrade)
+    {
+        return Ok(set);
+    }
+    // Built outside the lock: two compiles racing may both build; one copy is kept.
+    let set = Arc::new(anchor_set(members, anchors_of)?);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    built.retain(|_, w| w.strong_count() > 0);
+    built.insert(key, Arc::downgrade(&set));
+    Ok(set)
 }
 
 fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, BuildError> {

@@ -78,6 +78,9 @@ pub struct PullRequest<'a> {
     pub tenant: &'a str,
     pub ttl: Duration,
     pub want_provenance: bool,
+    /// This decision records an event in the provenance record: the shared event count
+    /// goes up by one.
+    pub count_event: bool,
     /// `step\0call` of a tool call, whose retry count is read.
     pub retry_key: Option<String>,
     /// A resubmitted call: its pause id and call fingerprint.
@@ -93,6 +96,8 @@ pub struct Pulled {
     pub flag_trajectory: bool,
     pub used_high_risk_tool: bool,
     pub provenance: Option<Box<Provenance>>,
+    /// The record's bytes as read, so an unchanged record is not written back.
+    pub provenance_bytes: Vec<u8>,
     /// Late findings not yet applied, taken: this decision applies them.
     pub late: Vec<Finding>,
     pub retry_count: u32,
@@ -115,7 +120,7 @@ pub struct Commit<'a> {
     pub strikes: u32,
     pub flag_trajectory: bool,
     pub used_high_risk_tool: bool,
-    pub provenance: Option<String>,
+    pub provenance: Option<Vec<u8>>,
     pub retry: Option<(String, u32)>,
     /// An approval whose call did not pass after all: given back.
     pub restore_approval: Option<&'a str>,
@@ -235,9 +240,10 @@ local retry = 0
 -- A call with no session (only tenant or global buckets) touches no session key.
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'strikes', 0)
-  s = redis.call('HMGET', KEYS[1], 'strikes', 'flag', 'hr')
+  if ARGV[2] == '2' then redis.call('HINCRBY', KEYS[1], 'seq', 1) end
+  s = redis.call('HMGET', KEYS[1], 'strikes', 'flag', 'hr', 'seq')
   for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl) end
-  if ARGV[2] == '1' then prov = redis.call('GET', KEYS[2]) end
+  if ARGV[2] ~= '0' then prov = redis.call('GET', KEYS[2]) end
   late = redis.call('LRANGE', KEYS[3], 0, -1)
   if #late > 0 then redis.call('DEL', KEYS[3]) end
   if ARGV[3] ~= '' then retry = tonumber(redis.call('HGET', KEYS[4], ARGV[3]) or '0') end
@@ -276,7 +282,7 @@ for i = 6, #KEYS do
   redis.call('PEXPIRE', KEYS[i], full_in)
   table.insert(rate, ok)
 end
-return {s[1] or '0', s[2] or '0', s[3] or '0', prov, late, retry, pause, rate}
+return {s[1] or '0', s[2] or '0', s[3] or '0', prov, late, retry, pause, rate, s[4] or '0'}
 "#;
 
 /// KEYS: session, prov, retry, restore pause, new pause, pause index, pending, session pauses.
@@ -467,7 +473,11 @@ impl Shared {
             .key(self.key(&["s", sid, "retry"]))
             .key(pause_key);
         inv.arg(ms(r.ttl))
-            .arg(if r.want_provenance { "1" } else { "0" })
+            .arg(match (r.want_provenance, r.count_event) {
+                (false, _) => "0",
+                (true, false) => "1",
+                (true, true) => "2",
+            })
             .arg(r.retry_key.as_deref().unwrap_or(""))
             .arg(sid)
             .arg(r.redeem.map(|(_, fp)| hex(&fp)).unwrap_or_default());
@@ -492,10 +502,20 @@ impl Shared {
             retry_count: int(&get(5)) as u32,
             ..Pulled::default()
         };
-        if let Some(text) = text(&get(3)) {
+        if let RValue::BulkString(bytes) = get(3) {
             // A record this version cannot read is dropped, not trusted: the session then
             // starts a new record.
-            out.provenance = serde_json::from_str(&text).ok().map(Box::new);
+            if let Ok(mut p) = postcard::from_bytes::<Provenance>(&bytes) {
+                // The events before this one: the flow stage counts this one.
+                let seq = int(&get(8)) as u32;
+                p.seq = if r.count_event {
+                    seq.saturating_sub(1)
+                } else {
+                    seq
+                };
+                out.provenance = Some(Box::new(p));
+                out.provenance_bytes = bytes;
+            }
         }
         if let RValue::Array(items) = get(4) {
             for it in items {
@@ -562,7 +582,7 @@ impl Shared {
             .arg(c.strikes)
             .arg(if c.flag_trajectory { "1" } else { "0" })
             .arg(if c.used_high_risk_tool { "1" } else { "0" })
-            .arg(c.provenance.as_deref().unwrap_or(""))
+            .arg(c.provenance.as_deref().unwrap_or(b""))
             .arg(retry_field)
             .arg(retry_count)
             .arg(restore);
@@ -735,13 +755,14 @@ impl Shared {
             .arg(self.key(&["s", sid]))
             .arg("strikes")
             .arg("flag")
-            .arg("hr");
+            .arg("hr")
+            .arg("seq");
         pipe.cmd("LRANGE")
             .arg(self.key(&["s", sid, "findings"]))
             .arg(-(MAX_FINDINGS as isize))
             .arg(-1);
         pipe.cmd("GET").arg(self.key(&["s", sid, "prov"]));
-        let (head, findings, prov): (Vec<Option<u64>>, Vec<String>, Option<String>) =
+        let (head, findings, prov): (Vec<Option<u64>>, Vec<String>, Option<Vec<u8>>) =
             self.bounded(pipe.query_async(&mut conn)).await?;
         let Some(strikes) = head.first().copied().flatten() else {
             return Ok(None);
@@ -755,7 +776,12 @@ impl Shared {
                 .filter_map(|t| serde_json::from_str::<StoredFinding>(t).ok())
                 .map(StoredFinding::finding)
                 .collect(),
-            provenance: prov.and_then(|p| serde_json::from_str(&p).ok()),
+            provenance: prov
+                .and_then(|p| postcard::from_bytes::<Provenance>(&p).ok())
+                .map(|mut p| {
+                    p.seq = head.get(3).copied().flatten().unwrap_or(0) as u32;
+                    p
+                }),
         }))
     }
 }
@@ -828,6 +854,27 @@ fn pause_of(h: &[(String, String)]) -> Option<Pause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_provenance_record_reads_back_and_makes_the_same_bytes() {
+        use crate::flow::provenance::Source;
+        use crate::flow::values::ValueKind;
+        let mut p = Provenance::default();
+        p.seq = 7;
+        let src = Source::new(3, EventKind::ToolCallResult, "email.read", "s1");
+        let keys: Vec<_> = (0..200u64).map(|k| (k * 7919, ValueKind::Email)).collect();
+        p.add_untrusted(src, &keys, false, 512);
+        for k in 0..50u64 {
+            p.add_trusted(k * 31, 512);
+        }
+        let bytes = postcard::to_allocvec(&p).unwrap();
+        let back: Provenance = postcard::from_bytes(&bytes).unwrap();
+        // A table read back iterates in another order; the bytes must not change.
+        assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes);
+        assert_eq!(back.untrusted_values(), 200);
+        assert_eq!(back.trusted_values(), 50);
+        assert_eq!(back.seq, 0, "the event count is the shared store's");
+    }
 
     #[test]
     fn a_pause_reads_back_from_its_hash() {
