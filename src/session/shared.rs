@@ -10,7 +10,7 @@
 //!
 //! Keys (`P` is `sessions.key_prefix`): `P:s:SID` (hash: strikes, flag, hr), `P:s:SID:prov`,
 //! `P:s:SID:retry`, `P:s:SID:late`, `P:s:SID:findings`, `P:s:SID:pauses`, `P:p:ID` (a pause),
-//! `P:pi:SID:FP` (a call's pending pause), `P:pending` (pending pauses by age) and
+//! `P:pi:SID:FP` (a call's pending pause), `P:pending` (pending pauses by expiry) and
 //! `P:rl:LIMIT:KEY` (token buckets). Every key expires: session keys with the session TTL,
 //! pauses an hour after they expire, buckets once they would be full again.
 
@@ -300,7 +300,9 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'PX', ttl) end
 if ARGV[6] ~= '' then
   local cur = tonumber(redis.call('HGET', KEYS[3], ARGV[6]) or '0')
-  if tonumber(ARGV[7]) > cur then redis.call('HSET', KEYS[3], ARGV[6], ARGV[7]) end
+  -- At most 256 counters per session, as in memory; past it a new call's count stays here.
+  local room = cur > 0 or redis.call('HLEN', KEYS[3]) < 256
+  if room and tonumber(ARGV[7]) > cur then redis.call('HSET', KEYS[3], ARGV[6], ARGV[7]) end
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
 if ARGV[8] ~= '' and redis.call('HGET', KEYS[4], 'state') == 'used' then
@@ -327,7 +329,11 @@ if #ARGV > 9 then
   redis.call('HSET', KEYS[5], unpack(fields))
   redis.call('PEXPIREAT', KEYS[5], expires + 3600000)
   redis.call('SET', KEYS[6], id, 'PXAT', expires)
-  redis.call('ZADD', KEYS[7], now, id)
+  -- Pending pauses by expiry: the expired ones go, and at most 10,000 stay listed.
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now)
+  redis.call('ZADD', KEYS[7], expires, id)
+  local over = redis.call('ZCARD', KEYS[7]) - 10000
+  if over > 0 then redis.call('ZPOPMIN', KEYS[7], over) end
   redis.call('SADD', KEYS[8], id)
   redis.call('PEXPIRE', KEYS[8], math.max(ttl, expires - now + 3600000))
   return id

@@ -75,6 +75,18 @@ async fn two_replicas_share_strikes_pauses_rate_limits_and_provenance() {
     let on_b = start(&b, call("strikes", "fs.list", r#"{"path":"."}"#)).await;
     assert_eq!(on_b.action, Action::Stop as i32, "{on_b:?}");
     assert!(hit(&on_b, "strike_limit"), "{on_b:?}");
+    let seen = b
+        .client()
+        .await
+        .get_session(toolgate::proto::GetSessionRequest {
+            session_id: "strikes".into(),
+        })
+        .await
+        .expect("B knows the session A served")
+        .into_inner()
+        .session
+        .unwrap();
+    assert!(seen.strikes >= 3, "{seen:?}");
     // Another session on B is untouched.
     let other = start(&b, call("clean", "fs.list", r#"{"path":"."}"#)).await;
     assert_eq!(other.action, Action::Allow as i32);
@@ -180,4 +192,52 @@ async fn two_replicas_share_strikes_pauses_rate_limits_and_provenance() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A deep verdict that arrives after its decision on A applies to the session's next event
+/// on B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_verdict_on_one_replica_applies_on_the_other() {
+    let redis = Redis::start();
+    let llm =
+        super::deep::LlmServer::start(super::deep::block_verdict(), Duration::from_millis(700))
+            .await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(pack(dir.path()))
+        .unwrap()
+        .replace(
+            "async_rules:\n  - id: injection-heuristics\n    applies_to: [tool_call_result, llm_before]\n",
+            &llm.rule("[\"payments.*\"]"),
+        );
+    assert!(text.contains("guard-model-7b"));
+    let path = dir.path().join("late.yaml");
+    std::fs::write(&path, text).unwrap();
+    let url = redis.url();
+    let env = [("TG_TEST_REDIS", url.as_str())];
+    let a = Toolgate::serve(&path, &env, &[]).await;
+    let b = Toolgate::serve(&path, &env, &[]).await;
+
+    // The high tier waits 200 ms; the verdict takes 700 ms.
+    let first = start(
+        &a,
+        call("late", "payments.send", r#"{"to":"acct-9","amount":5}"#),
+    )
+    .await;
+    assert!(!hit(&first, "llm-verifier"), "{first:?}");
+    assert_eq!(first.deep_rules_pending, 1, "{first:?}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let next = start(&b, call("late", "fs.list", r#"{"path":"."}"#)).await;
+    let late = next
+        .hits
+        .iter()
+        .find(|h| h.rule_id == "llm-verifier")
+        .unwrap_or_else(|| panic!("no late verdict on B: {next:?}"));
+    assert!(
+        late.policy_tags.iter().any(|t| t == "late_finding"),
+        "{late:?}"
+    );
+    assert!(next.action > Action::Allow as i32, "{next:?}");
+    // Applied once: the event after that is clean.
+    let after = start(&a, call("late", "fs.list", r#"{"path":"."}"#)).await;
+    assert!(!hit(&after, "llm-verifier"), "{after:?}");
 }
