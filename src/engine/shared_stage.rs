@@ -1,9 +1,11 @@
 //! Shared session state around one decision (`sessions.backend: redis`): the round trip
 //! before it (`pull`, then the local copy is brought up to date) and, when the decision
-//! changed its session, the one after it (`commit`). With Redis unreachable the decision goes
+//! changed its session, the write after it (`commit`), pipelined behind it on the same
+//! connection rather than waited for. With Redis unreachable the decision goes
 //! on with this replica's own view and a `session_store_unavailable` hit, which STOPs the
 //! tiers the pack names in `sessions.fail_closed_tiers`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::pipeline::{Runtime, would_be};
@@ -134,7 +136,7 @@ fn unavailable_hit(shared: &Shared, event: &Event, policy: &Policy) -> RuleHit {
 /// Writes what a candidate set changed in its session: strikes and flags only (a set takes
 /// no token, registers no pause and counts its retry through its own decision).
 pub async fn commit_session(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     rt: &Runtime,
     sid: &str,
     policy: &Policy,
@@ -144,7 +146,7 @@ pub async fn commit_session(
         return;
     };
     let c = Commit {
-        session: sid,
+        session: sid.to_string(),
         ttl: policy.sessions.ttl,
         strikes: after.strikes.saturating_sub(before.strikes),
         flag_trajectory: after.flag_trajectory && !before.flag_trajectory,
@@ -153,14 +155,35 @@ pub async fn commit_session(
     if c.is_empty() {
         return;
     }
-    let ok = shared.commit(&c).await;
-    rt.recorder.session_store(ok.is_ok());
+    pipelined(shared, rt, c);
+}
+
+/// Sends a write without waiting for its reply: polled once here, so the command is queued
+/// on the store's one connection before the decision's answer leaves (the caller's next call
+/// is read after it, on this replica or, a network hop later, on another), then finished in
+/// a task of its own. A failure is logged and counted, as an awaited one would be: the
+/// decision it followed stands either way.
+fn pipelined(shared: &Arc<Shared>, rt: &Runtime, c: Commit) {
+    let (shared, recorder) = (shared.clone(), rt.recorder.clone());
+    let mut write = Box::pin(async move {
+        match shared.commit(&c).await {
+            Ok(_) => recorder.session_store(true),
+            Err(e) => {
+                recorder.session_store(false);
+                tracing::warn!(error = %e, session = %c.session, "session changes not written to the session store");
+            }
+        }
+    });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if write.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(write);
+    }
 }
 
 /// Writes what the decision changed in its session; a pause registered here takes the id
 /// the shared store gives it (an identical call paused on another replica keeps one pause).
 pub async fn commit(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     rt: &Runtime,
     event: &Event,
     policy: &Policy,
@@ -197,17 +220,23 @@ pub async fn commit(
         .filter(|p| !p.pause_id.is_empty())
         .and_then(|p| rt.sessions.get_pause(&p.pause_id));
     let c = Commit {
-        session: sid,
+        session: sid.to_string(),
         ttl: policy.sessions.ttl,
         strikes: after.strikes.saturating_sub(before.strikes),
         flag_trajectory: after.flag_trajectory && !before.flag_trajectory,
         used_high_risk_tool: after.used_high_risk_tool && !before.used_high_risk_tool,
         provenance,
         retry: (count > before.retry_count).then(|| (retry_field(&key), count)),
-        restore_approval: restore,
-        pause: pause.as_ref(),
+        restore_approval: restore.map(str::to_string),
+        pause,
     };
     if c.is_empty() {
+        return;
+    }
+    // A paused call waits for a human anyway; its write is awaited, because the shared store
+    // may answer with the id of the same call's pause from another replica.
+    if c.pause.is_none() {
+        pipelined(shared, rt, c);
         return;
     }
     match shared.commit(&c).await {

@@ -4,8 +4,9 @@
 //! door makes one round trip before it (`pull`: the session's strikes, flags, provenance,
 //! late findings and retry count are read into the local store, rate-limit tokens are taken
 //! and a resubmitted pause is redeemed, all in one script, so each is atomic across
-//! replicas) and, only when the decision changed the session, one after it (`commit`:
-//! strikes added, flags set, provenance written, a pause registered, in one script).
+//! replicas) and, only when the decision changed the session, a write after it (`commit`:
+//! strikes added, flags set, provenance written, a pause registered, in one script), which
+//! the engine pipelines rather than waits for, except when it registers a pause.
 //! Pauses live in Redis alone, so any replica can list and resolve them.
 //!
 //! Keys (`P` is `sessions.key_prefix`): `P:s:SID` (hash: strikes, flag, hr), `P:s:SID:prov`,
@@ -114,8 +115,8 @@ impl Pulled {
 
 /// What a decision changed in its session, written after it.
 #[derive(Debug, Default)]
-pub struct Commit<'a> {
-    pub session: &'a str,
+pub struct Commit {
+    pub session: String,
     pub ttl: Duration,
     pub strikes: u32,
     pub flag_trajectory: bool,
@@ -123,12 +124,12 @@ pub struct Commit<'a> {
     pub provenance: Option<Vec<u8>>,
     pub retry: Option<(String, u32)>,
     /// An approval whose call did not pass after all: given back.
-    pub restore_approval: Option<&'a str>,
+    pub restore_approval: Option<String>,
     /// A call that paused: registered (or the call's pending pause found).
-    pub pause: Option<&'a Pause>,
+    pub pause: Option<Pause>,
 }
 
-impl Commit<'_> {
+impl Commit {
     pub fn is_empty(&self) -> bool {
         self.strikes == 0
             && !self.flag_trajectory
@@ -563,12 +564,12 @@ impl Shared {
     /// The round trip after a decision that changed its session. Returns the id of the
     /// call's pending pause when one was registered (an identical call paused on another
     /// replica keeps its id).
-    pub async fn commit(&self, c: &Commit<'_>) -> Result<Option<String>, SharedError> {
+    pub async fn commit(&self, c: &Commit) -> Result<Option<String>, SharedError> {
         let mut conn = self.conn()?;
-        let sid = c.session;
+        let sid = c.session.as_str();
         let mut inv = scripts().commit.prepare_invoke();
-        let restore = c.restore_approval.unwrap_or("");
-        let (pause_key, index_key) = match c.pause {
+        let restore = c.restore_approval.as_deref().unwrap_or("");
+        let (pause_key, index_key) = match &c.pause {
             Some(p) => (
                 self.key(&["p", &p.id]),
                 self.key(&["pi", sid, &hex(&p.fingerprint)]),
@@ -592,7 +593,7 @@ impl Shared {
             .arg(retry_field)
             .arg(retry_count)
             .arg(restore);
-        if let Some(p) = c.pause {
+        if let Some(p) = &c.pause {
             inv.arg(self.key(&["p", ""]));
             let ttl = p
                 .expires_at

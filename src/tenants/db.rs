@@ -221,7 +221,7 @@ pub async fn run(
                     backoff = BACKOFF_FIRST;
                 }
                 tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "tenant database unavailable");
-                tenants.set_database_up(false);
+                off_thread(&tenants, |t| t.set_database_up(false)).await;
             }
         }
         tokio::select! {
@@ -229,8 +229,17 @@ pub async fn run(
             _ = tokio::time::sleep(backoff) => {}
         }
         // A pack reloaded while the database is down still reaches the overlays.
-        tenants.rebase();
+        off_thread(&tenants, Tenants::rebase).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Compiling overlays takes tens of milliseconds each: it runs on the blocking pool, never
+/// on a worker that serves calls.
+async fn off_thread(tenants: &Arc<Tenants>, f: impl FnOnce(&Tenants) + Send + 'static) {
+    let t = tenants.clone();
+    if let Err(e) = tokio::task::spawn_blocking(move || f(&t)).await {
+        tracing::error!(error = %e, "tenant overlay update failed");
     }
 }
 
@@ -242,7 +251,7 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 /// One connection's life: returns `Ok` on shutdown, the error that ended it otherwise.
 async fn refresh(
     url: &str,
-    tenants: &Tenants,
+    tenants: &Arc<Tenants>,
     ttl: &impl Fn() -> Duration,
     shutdown: &mut watch::Receiver<bool>,
     connected: &mut bool,
@@ -256,8 +265,12 @@ async fn refresh(
     .await?;
     // Listening first, reading second: a change between the two is read twice, never
     // missed.
-    tenants.apply_all(load_all(&client).await?);
-    tenants.set_database_up(true);
+    let all = load_all(&client).await?;
+    off_thread(tenants, move |t| {
+        t.apply_all(all);
+        t.set_database_up(true);
+    })
+    .await;
     let mut full = tokio::time::interval(ttl());
     full.reset();
     let mut rebase = tokio::time::interval(crate::policy::reload::POLL_INTERVAL);
@@ -269,22 +282,33 @@ async fn refresh(
                     return Err(DbError::Closed);
                 };
                 if overflowed.swap(false, Ordering::Relaxed) {
-                    tenants.apply_all(load_all(&client).await?);
+                    let all = load_all(&client).await?;
+                    off_thread(tenants, move |t| {
+                        t.apply_all(all);
+                    })
+                    .await;
                 } else {
                     let rows = load_tenant(&client, &tenant).await?;
                     // A rejection is logged and counted; the tenant keeps its last overlay.
-                    let _ = tenants.apply(&tenant, rows);
+                    off_thread(tenants, move |t| {
+                        let _ = t.apply(&tenant, rows);
+                    })
+                    .await;
                 }
             }
             _ = full.tick() => {
-                tenants.apply_all(load_all(&client).await?);
+                let all = load_all(&client).await?;
+                off_thread(tenants, move |t| {
+                    t.apply_all(all);
+                })
+                .await;
                 let every = ttl();
                 if every != full.period() {
                     full = tokio::time::interval(every);
                     full.reset();
                 }
             }
-            _ = rebase.tick() => tenants.rebase(),
+            _ = rebase.tick() => off_thread(tenants, Tenants::rebase).await,
         }
     }
 }
