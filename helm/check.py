@@ -27,6 +27,10 @@ VALUE_SETS = {
     "cert-manager": {"certManager": {"enabled": True}},
     "cert-manager-issuer": {"certManager": {"enabled": True, "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}},
     "standalone": {"standalone": {"enabled": True}, "otlp": {"endpoint": "http://otel-collector.observability:4317"}},
+    "standalone-shared": {"standalone": {"enabled": True, "replicas": 3, "reviewPort": 8090, "env": [
+        {"name": "TOOLGATE_REDIS_URL", "valueFrom": {"secretKeyRef": {"name": "toolgate-redis", "key": "url"}}},
+        {"name": "TOOLGATE_DATABASE_URL", "valueFrom": {"secretKeyRef": {"name": "toolgate-db", "key": "url"}}},
+    ]}},
     "no-native-sidecars": {"sidecar": {"nativeSidecar": False, "mode": "shadow", "policyConfigMap": "team-policy"}, "webhook": {"failurePolicy": "Ignore"}},
     "custom-pack": {"policy": {"pack": "policy_pack: team\nversion: \"1\"\nsync_rules:\n  - { id: secrets }\n", "validate": False}},
 }
