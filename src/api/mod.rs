@@ -181,7 +181,7 @@ impl GuardService for Guard {
                     match convert::context(msg.context.clone()) {
                         Ok(ctx) => {
                             let policy = store.for_tenant(&ctx.tenant, chunks.policy().clone());
-                            chunks.open(ctx, policy)
+                            chunks.open(ctx, policy).await
                         }
                         Err(e) => {
                             let _ = tx.send(Err(Status::from(e))).await;

@@ -439,8 +439,17 @@ impl ChunkStream {
     }
 
     /// Opens the stream with the first message's context, on the policy for its tenant.
-    pub fn open(&mut self, context: Context, policy: Arc<Policy>) {
+    /// With shared sessions the session is read from the shared store first, so a session
+    /// struck out on another replica is stopped here too.
+    pub async fn open(&mut self, context: Context, policy: Arc<Policy>) {
         self.policy = policy;
+        let rt = &self.gate.runtime;
+        if let Some(sh) = rt.sessions.shared()
+            && !context.session_id.is_empty()
+        {
+            let probe = Event::new(crate::event::EventKind::LlmStreamChunk, context.clone());
+            let _ = shared_stage::pull(sh, rt, &probe, &self.policy, false).await;
+        }
         let sessions = self.gate.sessions();
         if !context.session_id.is_empty() {
             let snap = sessions.touch(&context.session_id, &self.policy.sessions);
@@ -473,6 +482,16 @@ impl ChunkStream {
             self.gate
                 .sessions()
                 .apply_effects(sid, e.strikes, e.flag_trajectory, false);
+            if let Some(sh) = self.gate.sessions().shared() {
+                shared_stage::commit_effects(
+                    sh,
+                    &self.gate.runtime,
+                    sid,
+                    &self.policy,
+                    e.strikes,
+                    e.flag_trajectory,
+                );
+            }
         }
         let done = guard.is_stopped() || final_chunk;
         let call = Call {

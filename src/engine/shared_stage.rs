@@ -158,6 +158,27 @@ pub async fn commit_session(
     pipelined(shared, rt, c);
 }
 
+/// Adds one stream chunk's strikes and flag to its session in the shared store.
+pub fn commit_effects(
+    shared: &Arc<Shared>,
+    rt: &Runtime,
+    sid: &str,
+    policy: &Policy,
+    strikes: u32,
+    flag_trajectory: bool,
+) {
+    let c = Commit {
+        session: sid.to_string(),
+        ttl: policy.sessions.ttl,
+        strikes,
+        flag_trajectory,
+        ..Commit::default()
+    };
+    if !c.is_empty() {
+        pipelined(shared, rt, c);
+    }
+}
+
 /// Sends a write without waiting for its reply: polled once here, so the command is queued
 /// on the store's one connection before the decision's answer leaves (the caller's next call
 /// is read after it, on this replica or, a network hop later, on another), then finished in

@@ -87,6 +87,32 @@ async fn two_replicas_share_strikes_pauses_rate_limits_and_provenance() {
         .session
         .unwrap();
     assert!(seen.strikes >= 3, "{seen:?}");
+    // A chunk stream of a session struck out on A, opened on B (which never saw it), stops
+    // at once.
+    for _ in 0..3 {
+        start(
+            &a,
+            call("stream-strikes", "shell.exec", r#"{"command":"rm -rf /"}"#),
+        )
+        .await;
+    }
+    let chunks = vec![toolgate::proto::StreamLlmChunksRequest {
+        context: ctx("stream-strikes"),
+        chunk: "Here is the summary you asked for.".into(),
+        r#final: true,
+    }];
+    let mut inbound = b
+        .client()
+        .await
+        .stream_llm_chunks(tokio_stream::iter(chunks))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = inbound.message().await.unwrap().unwrap();
+    let d = first.decision.unwrap();
+    assert_eq!(d.action, Action::Stop as i32, "{d:?}");
+    assert!(hit(&d, "strike_limit"));
+    assert!(first.released_text.is_empty());
     // Another session on B is untouched.
     let other = start(&b, call("clean", "fs.list", r#"{"path":"."}"#)).await;
     assert_eq!(other.action, Action::Allow as i32);
