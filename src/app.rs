@@ -908,7 +908,7 @@ async fn start_shared_sessions(
     })?;
     let shared = Arc::new(
         crate::session::shared::Shared::new(&url, cfg)
-            .map_err(|e| UsageError(format!("{}: {e}", cfg.url_env)))?,
+            .map_err(|e| UsageError(format!("sessions ({}): {e}", cfg.url_env)))?,
     );
     runtime
         .sessions

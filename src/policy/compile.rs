@@ -180,6 +180,7 @@ impl Cx<'_> {
                     (s.timeout_ms.is_some(), "sessions.timeout_ms"),
                     (s.fail_closed_tiers.is_some(), "sessions.fail_closed_tiers"),
                     (s.key_prefix.is_some(), "sessions.key_prefix"),
+                    (s.hash_key_env.is_some(), "sessions.hash_key_env"),
                 ] {
                     if set {
                         self.warn(key, "ignored: only `backend: redis` reads it");
@@ -235,11 +236,20 @@ impl Cx<'_> {
                 "1 to 64 characters: letters, digits, `_`, `-`, `.` or `:`",
             );
         }
+        if let Some(env) = &s.hash_key_env
+            && !is_env_name(env)
+        {
+            self.err(
+                "sessions.hash_key_env",
+                format!("`{env}` is not an environment variable name; give the variable's name, not the secret"),
+            );
+        }
         Some(SharedSessions {
             url_env,
             timeout: Duration::from_millis(timeout_ms),
             fail_closed_tiers,
             key_prefix,
+            hash_key_env: s.hash_key_env.clone(),
         })
     }
 

@@ -104,6 +104,9 @@ pub struct SharedSessions {
     pub timeout: Duration,
     pub fail_closed_tiers: Vec<RiskLevel>,
     pub key_prefix: String,
+    /// The environment variable whose value keys flow-value hashes; `None`: the key prefix
+    /// does.
+    pub hash_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -559,6 +559,9 @@ pub struct RawSessions {
     pub fail_closed_tiers: Option<Vec<String>>,
     /// With `redis`: the prefix of every key toolgate writes.
     pub key_prefix: Option<String>,
+    /// With `redis`: an environment variable holding a secret that keys the hashes of
+    /// flow values (else they are keyed by `key_prefix`).
+    pub hash_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

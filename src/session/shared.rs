@@ -403,8 +403,17 @@ impl Shared {
     pub fn new(url: &str, cfg: &SharedSessions) -> Result<Shared, SharedError> {
         let client = redis::Client::open(url)
             .map_err(|_| SharedError::Redis("not a Redis URL (redis://HOST:PORT/DB)".into()))?;
-        // Replicas must hash flow values alike: the key comes from what they share.
-        crate::flow::values::share_hash_key(url.as_bytes());
+        // Replicas must hash flow values alike, and keep doing so when the Redis password or
+        // host changes: the key comes from a secret they share, or else from the key prefix.
+        let secret = match &cfg.hash_key_env {
+            Some(env) => std::env::var(env).map_err(|_| {
+                SharedError::Redis(format!(
+                    "sessions.hash_key_env names `{env}`, which is not set"
+                ))
+            })?,
+            None => format!("prefix:{}", cfg.key_prefix),
+        };
+        crate::flow::values::share_hash_key(secret.as_bytes());
         Ok(Shared {
             client,
             conn: OnceCell::new(),

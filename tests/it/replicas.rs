@@ -16,7 +16,8 @@ fn pack(dir: &std::path::Path) -> std::path::PathBuf {
         .replace(
             "sessions: { strike_limit: 3, ttl_s: 3600, max_sessions: 100000 }",
             "sessions: { strike_limit: 3, ttl_s: 3600, max_sessions: 100000, backend: redis,\n            \
-             url_env: TG_TEST_REDIS, timeout_ms: 200, fail_closed_tiers: [critical] }\n\
+             url_env: TG_TEST_REDIS, timeout_ms: 200, fail_closed_tiers: [critical],\n            \
+             hash_key_env: TG_TEST_FLOW_KEY }\n\
              rate_limits:\n  - { id: search-burst, tools: [\"search.*\"], per: tenant, burst: 4, per_minute: 0.001, action: retry }",
         )
         .replace(
@@ -59,7 +60,10 @@ async fn two_replicas_share_strikes_pauses_rate_limits_and_provenance() {
     let dir = tempfile::tempdir().unwrap();
     let pack = pack(dir.path());
     let url = redis.url();
-    let env = [("TG_TEST_REDIS", url.as_str())];
+    let env = [
+        ("TG_TEST_REDIS", url.as_str()),
+        ("TG_TEST_FLOW_KEY", "a shared secret for flow hashes"),
+    ];
     let a = Toolgate::serve(&pack, &env, &[]).await;
     let b = Toolgate::serve(&pack, &env, &[]).await;
 
@@ -239,7 +243,10 @@ async fn a_late_verdict_on_one_replica_applies_on_the_other() {
     let path = dir.path().join("late.yaml");
     std::fs::write(&path, text).unwrap();
     let url = redis.url();
-    let env = [("TG_TEST_REDIS", url.as_str())];
+    let env = [
+        ("TG_TEST_REDIS", url.as_str()),
+        ("TG_TEST_FLOW_KEY", "a shared secret for flow hashes"),
+    ];
     let a = Toolgate::serve(&path, &env, &[]).await;
     let b = Toolgate::serve(&path, &env, &[]).await;
 
