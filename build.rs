@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/toolgate/v1/guard.proto",
         "proto/toolgate/v1/classifier.proto",
+        "proto/toolgate/v1/tool.proto",
     ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");

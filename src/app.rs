@@ -21,7 +21,9 @@ use crate::policy::reload::Reloader;
 use crate::policy::store::PolicyStore;
 use crate::policy::{Mode, Policy, compile_file, default_policy};
 use crate::proto::guard_service_server::GuardServiceServer;
+use crate::proto::tool_service_server::ToolServiceServer;
 use crate::proxy::mcp::{McpConfig, McpProxy};
+use crate::proxy::tool_service::{ToolProxy, ToolUpstream};
 use crate::rules::CatalogMatcher;
 use crate::rules::catalog::CATALOG;
 use crate::scenario;
@@ -61,7 +63,23 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             unix_mode,
             review_listen,
             review_timeout_ms,
+            upstream,
+            upstream_timeout_s,
+            upstream_ca,
         } => {
+            let upstream = match upstream {
+                None => None,
+                Some(url) => Some(ToolUpstream {
+                    url,
+                    timeout: std::time::Duration::from_secs(upstream_timeout_s.clamp(1, 86_400)),
+                    ca_pem: match upstream_ca {
+                        None => None,
+                        Some(p) => Some(std::fs::read(&p).map_err(|e| {
+                            UsageError(format!("--upstream-ca {}: {e}", p.display()))
+                        })?),
+                    },
+                }),
+            };
             let review = review_listen.map(|listen| ReviewListen {
                 listen,
                 timeout: std::time::Duration::from_millis(review_timeout_ms.clamp(1, 600_000)),
@@ -142,6 +160,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     health_listen,
                     unix,
                     review,
+                    upstream,
                     mode: match mode.as_deref() {
                         None => None,
                         Some("enforce") => Some(Mode::Enforce),
@@ -566,6 +585,8 @@ pub struct ServeOptions {
     pub unix: Option<UnixListen>,
     /// The safety-review HTTP API (`POST /v1/safety/review`); `None` leaves it off.
     pub review: Option<ReviewListen>,
+    /// The gRPC tool server to forward ToolService calls to; `None` serves no ToolService.
+    pub upstream: Option<ToolUpstream>,
 }
 
 /// Where the safety-review API listens, and how long a review may take.
@@ -833,6 +854,26 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         }
         None => (None, None),
     };
+    let tools = match &opts.upstream {
+        Some(cfg) => {
+            let proxy = ToolProxy::new(
+                cfg,
+                store.clone(),
+                gate.clone(),
+                telemetry.clone(),
+                shutdown_rx.clone(),
+            )
+            .map_err(UsageError)?;
+            tracing::info!(upstream = %cfg.url, "serving ToolService, forwarding to the upstream tool server");
+            health.set_serving::<ToolServiceServer<ToolProxy>>().await;
+            Some(
+                ToolServiceServer::new(proxy)
+                    .max_decoding_message_size(max_message)
+                    .max_encoding_message_size(usize::MAX),
+            )
+        }
+        None => None,
+    };
     let guard = GuardServiceServer::new(Guard::new(
         store.clone(),
         gate,
@@ -853,6 +894,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         // instead of waiting in an unbounded queue.
         .layer(ShedLayer::new(opts.max_in_flight.max(1)))
         .add_service(guard)
+        .add_optional_service(tools)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);

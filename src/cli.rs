@@ -80,6 +80,17 @@ pub enum Command {
         /// A review still running after this long is answered `warn` with manual review.
         #[arg(long, default_value_t = 2000)]
         review_timeout_ms: u64,
+        /// Proxy mode for gRPC: serve `ToolService` beside GuardService and forward the
+        /// calls it lets through to this tool server (`http://HOST:PORT` or `https://…`).
+        #[arg(long)]
+        upstream: Option<String>,
+        /// The longest a forwarded call may take when the caller set no shorter deadline.
+        #[arg(long, default_value_t = 120)]
+        upstream_timeout_s: u64,
+        /// PEM file of CA certificates to trust for an `https` upstream (besides the public
+        /// web roots).
+        #[arg(long)]
+        upstream_ca: Option<PathBuf>,
     },
     /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
     /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.

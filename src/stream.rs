@@ -1,5 +1,6 @@
-//! Guarding streamed model output: text is released chunk by chunk, with a short tail held
-//! back so a secret split across chunks is still seen whole before any of it leaves.
+//! Guarding streamed text (model output, or a tool's output streamed through the gRPC
+//! proxy): text is released chunk by chunk, with a short tail held back so a secret split
+//! across chunks is still seen whole before any of it leaves.
 
 use crate::decision::RuleHit;
 use crate::decision::{Action, Decision, RedactionSpan, apply_spans};
@@ -17,6 +18,10 @@ pub const MAX_HELD: usize = 64 * 1024;
 
 pub struct StreamGuard {
     context: Context,
+    /// `llm_stream_chunk` (the text is the event's `chunk`) or `tool_call_result` (its
+    /// `output`, with the tool's name), so a tool's streamed output meets the result rules.
+    kind: EventKind,
+    tool_name: String,
     held: String,
     /// Bytes of the stream already released (offsets of released redactions are absolute).
     released: usize,
@@ -35,18 +40,39 @@ impl StreamGuard {
     pub fn new(context: Context) -> StreamGuard {
         StreamGuard {
             context,
+            kind: EventKind::LlmStreamChunk,
+            tool_name: String::new(),
             held: String::new(),
             released: 0,
             stopped: false,
         }
     }
 
+    /// A guard for a tool's streamed output: each step is judged as a `tool_call_result`.
+    pub fn tool_result(context: Context, tool_name: String) -> StreamGuard {
+        StreamGuard {
+            kind: EventKind::ToolCallResult,
+            tool_name,
+            ..StreamGuard::new(context)
+        }
+    }
+
+    /// An event of this stream's kind carrying `text`.
+    fn event(&self, text: String) -> Event {
+        let mut e = Event::new(self.kind, self.context.clone());
+        if self.kind == EventKind::ToolCallResult {
+            e.tool_name = self.tool_name.clone();
+            e.output = text;
+        } else {
+            e.chunk = text;
+        }
+        e
+    }
+
     /// The step as an event for telemetry: only the released (already redacted) text, never
     /// the held tail, which may hold the start of a secret not yet recognised.
     pub fn released_event(&self, step: &StreamStep) -> Event {
-        let mut e = Event::new(EventKind::LlmStreamChunk, self.context.clone());
-        e.chunk = step.released_text.clone();
-        e
+        self.event(step.released_text.clone())
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -65,10 +91,17 @@ impl StreamGuard {
         extra: Option<RuleHit>,
     ) -> StreamStep {
         self.held.push_str(chunk);
-        let mut event = Event::new(EventKind::LlmStreamChunk, self.context.clone());
-        event.chunk = std::mem::take(&mut self.held);
+        let held = std::mem::take(&mut self.held);
+        let event = self.event(held);
         let mut decision = evaluate_with(&event, policy, meta, extra);
-        let text = event.chunk;
+        let (text, path) = match self.kind {
+            EventKind::ToolCallResult => (event.output, "output"),
+            _ => (event.chunk, "chunk"),
+        };
+        // Only the streamed text is released; a span on another field (the tool's name)
+        // has nothing to apply to here.
+        decision.redactions.retain(|s| s.field_path == path);
+        decision.redacted_output = None;
 
         if decision.action == Action::Stop && decision.enforced {
             // Nothing more leaves once the stream is stopped.

@@ -387,7 +387,7 @@ fn chunk_response(a: ChunkAnswer<proto::Decision>) -> proto::StreamLlmChunksResp
 
 /// Runs `f` as a task feeding a bounded channel, and returns the receiving side as a stream.
 /// The bound gives backpressure: a slow reader slows the guard, it does not grow a queue.
-fn async_stream<T, F, Fut>(f: F) -> impl Stream<Item = Result<T, Status>> + Send
+pub(crate) fn async_stream<T, F, Fut>(f: F) -> impl Stream<Item = Result<T, Status>> + Send
 where
     T: Send + 'static,
     F: FnOnce(tokio::sync::mpsc::Sender<Result<T, Status>>) -> Fut,

@@ -40,6 +40,10 @@ pub enum ApiError {
     /// A store the answer depends on (the shared session store) did not answer.
     #[error("{0}")]
     Unavailable(String),
+    /// The proxied tool server failed the call, did not answer in time, or sent more than
+    /// the message limit; `code` is its own status where it gave one.
+    #[error("{message}")]
+    Upstream { code: tonic::Code, message: String },
 }
 
 impl From<ApiError> for Status {
@@ -57,6 +61,7 @@ impl From<ApiError> for Status {
             ApiError::ShuttingDown => Status::unavailable(msg),
             ApiError::Internal(_) => Status::internal(msg),
             ApiError::Unavailable(_) => Status::unavailable(msg),
+            ApiError::Upstream { code, .. } => Status::new(code, msg),
         }
     }
 }

@@ -209,6 +209,29 @@ impl Gate {
         Ok(out)
     }
 
+    /// Where a pause stands now, wherever it was resolved: from the shared store when
+    /// replicas share one (a pause made while it was down is found locally). `None` when
+    /// no such pause exists (it was swept, or never was).
+    pub async fn pause_state(
+        &self,
+        pause_id: &str,
+        session: &str,
+    ) -> Result<Option<crate::session::PauseState>, GateError> {
+        let sessions = &self.runtime.sessions;
+        if let Some(sh) = sessions.shared() {
+            let found = sh
+                .list_pauses(Some(session))
+                .await
+                .map_err(|e| GateError::Store(e.to_string()))?
+                .into_iter()
+                .find(|(p, _)| p.id == pause_id);
+            if let Some((_, state)) = found {
+                return Ok(Some(state));
+            }
+        }
+        Ok(sessions.get_pause(pause_id).map(|p| p.state()))
+    }
+
     /// A session's state, from the shared store when replicas share one.
     pub async fn session(&self, id: &str) -> Result<Option<crate::session::Session>, GateError> {
         let sessions = &self.runtime.sessions;
@@ -442,6 +465,22 @@ impl ChunkStream {
     /// With shared sessions the session is read from the shared store first, so a session
     /// struck out on another replica is stopped here too.
     pub async fn open(&mut self, context: Context, policy: Arc<Policy>) {
+        self.open_guard(StreamGuard::new(context.clone()), context, policy)
+            .await;
+    }
+
+    /// Opens the stream for a tool's streamed output: each chunk is judged as a
+    /// `tool_call_result` of `tool_name`.
+    pub async fn open_result(&mut self, context: Context, policy: Arc<Policy>, tool_name: String) {
+        self.open_guard(
+            StreamGuard::tool_result(context.clone(), tool_name),
+            context,
+            policy,
+        )
+        .await;
+    }
+
+    async fn open_guard(&mut self, guard: StreamGuard, context: Context, policy: Arc<Policy>) {
         self.policy = policy;
         let rt = &self.gate.runtime;
         if let Some(sh) = rt.sessions.shared()
@@ -455,7 +494,7 @@ impl ChunkStream {
             let snap = sessions.touch(&context.session_id, &self.policy.sessions);
             self.struck_out = pipeline::strike_hit(&self.policy, snap.strikes);
         }
-        self.guard = Some(StreamGuard::new(context));
+        self.guard = Some(guard);
     }
 
     /// Judges one chunk (with the text held back from earlier ones) and records it.

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack_with};
 use super::{
     AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
-    SessionConfig, SharedSessions, SyncConfig, SyncFailMode, TenantsConfig,
+    SessionConfig, SharedSessions, SyncConfig, SyncFailMode, TenantsConfig, ProxyConfig, OnPause, DefinitionAction,
 };
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
@@ -253,6 +253,47 @@ impl Cx<'_> {
         })
     }
 
+    fn proxy(&mut self, raw: &RawPack) -> ProxyConfig {
+        let p = &raw.proxy;
+        let mut out = ProxyConfig::default();
+        match p.on_pause.as_deref() {
+            None | Some("return") => {}
+            Some("hold") => out.on_pause = OnPause::Hold,
+            Some(other) => self.err(
+                "proxy.on_pause",
+                format!("must be `return` or `hold`, got `{other}`"),
+            ),
+        }
+        if let Some(s) = p.hold_timeout_s {
+            if (1..=MAX_APPROVAL_TTL_S).contains(&s) {
+                out.hold_timeout = Duration::from_secs(s);
+            } else {
+                self.err(
+                    "proxy.hold_timeout_s",
+                    format!("must be between 1 and {MAX_APPROVAL_TTL_S}, got {s}"),
+                );
+            }
+        }
+        let defs = &p.tool_definitions;
+        match defs.poisoned.as_deref() {
+            None | Some("hide") => {}
+            Some("flag") => out.poisoned = DefinitionAction::Flag,
+            Some(other) => self.err(
+                "proxy.tool_definitions.poisoned",
+                format!("must be `hide` or `flag`, got `{other}`"),
+            ),
+        }
+        match defs.changed.as_deref() {
+            None | Some("block") => {}
+            Some("flag") => out.changed = DefinitionAction::Flag,
+            Some(other) => self.err(
+                "proxy.tool_definitions.changed",
+                format!("must be `block` or `flag`, got `{other}`"),
+            ),
+        }
+        out
+    }
+
     fn tenants(&mut self, raw: &RawPack) -> Option<TenantsConfig> {
         let t = raw.tenants.as_ref()?;
         let env = t
@@ -455,6 +496,7 @@ impl Cx<'_> {
         let flow = self.flow(raw);
         let rules = self.sync_rules(&raw.sync_rules);
         let tenants = self.tenants(raw);
+        let proxy = self.proxy(raw);
 
         let mut hasher = Sha256::new();
         hasher.update(text.as_bytes());
@@ -486,6 +528,7 @@ impl Cx<'_> {
             rate_limits,
             flow,
             tenants,
+            proxy,
             text: Arc::from(text),
             tenant: None,
             warnings: Vec::new(),

@@ -151,6 +151,48 @@ pub struct TenantsConfig {
     pub cache_ttl: Duration,
 }
 
+/// What a proxy does when a call is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnPause {
+    /// Answer at once with the pause id; the agent resubmits the call with it.
+    Return,
+    /// Keep the call open until a human answers, the pause expires or `hold_timeout` passes.
+    Hold,
+}
+
+/// What the MCP proxy does with a tool definition it does not trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinitionAction {
+    /// Leave it listed and callable, with a decision and a warning in its description.
+    Flag,
+    /// Leave it out of `tools/list`.
+    Hide,
+    /// Leave it out of `tools/list` and refuse calls to it until a human approves.
+    Block,
+}
+
+/// `proxy:`: the inline proxies' settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyConfig {
+    pub on_pause: OnPause,
+    pub hold_timeout: Duration,
+    /// A description or schema with instructions aimed at the model.
+    pub poisoned: DefinitionAction,
+    /// A definition whose hash differs from the one pinned on first sight (a rug pull).
+    pub changed: DefinitionAction,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            on_pause: OnPause::Return,
+            hold_timeout: Duration::from_secs(300),
+            poisoned: DefinitionAction::Hide,
+            changed: DefinitionAction::Block,
+        }
+    }
+}
+
 /// A compiled, immutable policy. Requests hold an `Arc<Policy>` from start to end, so a
 /// reload never changes the rules under a call in flight.
 #[derive(Debug)]
@@ -180,6 +222,7 @@ pub struct Policy {
     /// Sinks, flow rules and what counts as untrusted.
     pub flow: crate::flow::FlowConfig,
     pub tenants: Option<TenantsConfig>,
+    pub proxy: ProxyConfig,
     /// The pack text this was compiled from: a tenant's overlay is compiled over it.
     pub text: std::sync::Arc<str>,
     /// Set on a tenant's policy: the tenant whose rows it carries.

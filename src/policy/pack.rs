@@ -379,6 +379,9 @@ pub struct RawPack {
     /// Per-tenant rules kept in PostgreSQL, overlaid on this pack.
     #[serde(default)]
     pub tenants: Option<RawTenants>,
+    /// How the inline proxies (gRPC ToolService, MCP) act on what they decide.
+    #[serde(default)]
+    pub proxy: RawProxy,
     /// Pack-wide parallelism hint from the Python framework; toolgate's scan is one pass, so
     /// it has no meaning here and is ignored with a warning.
     #[serde(default)]
@@ -562,6 +565,27 @@ pub struct RawSessions {
     /// With `redis`: an environment variable holding a secret that keys the hashes of
     /// flow values (else they are keyed by `key_prefix`).
     pub hash_key_env: Option<String>,
+}
+
+/// `proxy:`: what the inline proxies do with a PAUSE, and with tool definitions.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawProxy {
+    /// `return` (answer at once with the pause id) or `hold` (wait for the human).
+    pub on_pause: Option<String>,
+    pub hold_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub tool_definitions: RawToolDefinitions,
+}
+
+/// `proxy.tool_definitions:`: MCP `tools/list` answers.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawToolDefinitions {
+    /// A description or schema that addresses the model: `hide` or `flag`.
+    pub poisoned: Option<String>,
+    /// A definition that changed since first seen: `block` or `flag`.
+    pub changed: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

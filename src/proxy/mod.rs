@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod outstanding;
 mod relay;
 pub mod sse;
+pub mod tool_service;
 mod upstream;
 
 use crate::decision::{Action, Decision, RedactionSpan};

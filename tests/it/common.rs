@@ -45,6 +45,7 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         mode: None,
         unix: None,
         review: None,
+        upstream: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

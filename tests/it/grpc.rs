@@ -424,6 +424,7 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         approver_token: None,
         mcp: None,
         review: None,
+        upstream: None,
     })
     .await
     .unwrap();
@@ -470,6 +471,7 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         approver_token: None,
         mcp: None,
         review: None,
+        upstream: None,
     })
     .await
     .err()

@@ -190,6 +190,7 @@ async fn proxy_with(
         mode: None,
         unix: None,
         review: None,
+        upstream: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy),
         env: None,

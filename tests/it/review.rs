@@ -27,6 +27,7 @@ async fn serve(policy: std::path::PathBuf, timeout: Duration) -> Running {
             listen: "127.0.0.1:0".parse().unwrap(),
             timeout,
         }),
+        upstream: None,
     })
     .await
     .expect("server starts")

@@ -29,6 +29,7 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
         mode: None,
         unix: None,
         review: None,
+        upstream: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(policy.clone()),
         env: None,

@@ -15,6 +15,7 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         mode: None,
         unix: None,
         review: None,
+        upstream: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(default_pack_file(dir.path())),
         env: None,
