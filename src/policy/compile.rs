@@ -14,8 +14,9 @@ use sha2::{Digest, Sha256};
 
 use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack_with};
 use super::{
-    AsyncConfig, DEFAULT_PACK, Mode, Policy, RateLimit, RateScope, RetryConfig, RouterConfig,
-    SessionConfig, SharedSessions, SyncConfig, SyncFailMode, TenantsConfig, ProxyConfig, OnPause, DefinitionAction,
+    AsyncConfig, DEFAULT_PACK, DefinitionAction, Mode, OnPause, Policy, ProxyConfig, RateLimit,
+    RateScope, RetryConfig, RouterConfig, SessionConfig, SharedSessions, SyncConfig, SyncFailMode,
+    TenantsConfig,
 };
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};

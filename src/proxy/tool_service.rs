@@ -56,6 +56,9 @@ pub struct ToolProxy {
     shutdown: watch::Receiver<bool>,
 }
 
+/// An upstream error this close to the deadline is the deadline's doing.
+const DEADLINE_SLACK: Duration = Duration::from_millis(10);
+
 /// Longest wait between two looks at a held pause.
 const HOLD_POLL_MAX: Duration = Duration::from_millis(250);
 
@@ -140,7 +143,7 @@ enum Admission {
     Forward(Box<Admitted>),
     /// Not forwarded: the decision, and the message for the model.
     Answered {
-        start_decision: proto::Decision,
+        start_decision: Box<proto::Decision>,
         message: String,
     },
 }
@@ -154,7 +157,8 @@ impl ToolProxy {
         msg: proto::InvokeRequest,
     ) -> Result<Admission, ApiError> {
         let start = Instant::now();
-        let deadline = start + caller_timeout(&metadata).map_or(self.timeout, |t| t.min(self.timeout));
+        let deadline =
+            start + caller_timeout(&metadata).map_or(self.timeout, |t| t.min(self.timeout));
         let policy = self.store.load();
         let parent = trace::parent_from_metadata(&metadata);
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
@@ -200,7 +204,7 @@ impl ToolProxy {
         }
         if verdict.blocks() {
             return Ok(Admission::Answered {
-                start_decision: wire,
+                start_decision: Box::new(wire),
                 message: verdict.message,
             });
         }
@@ -298,6 +302,13 @@ impl ToolProxy {
     async fn upstream_error(&self, a: &Admitted, s: Status, span: &mut ClientSpan) -> ApiError {
         span.fail(format!("{:?}", s.code()));
         span.end();
+        // The upstream enforces the deadline it was sent too, and may give up a moment
+        // before this side's timer does: at the deadline, whatever it says, it is one.
+        if s.code() == tonic::Code::DeadlineExceeded
+            || Instant::now() + DEADLINE_SLACK >= a.deadline
+        {
+            return self.deadline_error();
+        }
         let code = match s.code() {
             // The pack's message limit, met while reading the upstream's answer.
             tonic::Code::OutOfRange | tonic::Code::ResourceExhausted
@@ -384,7 +395,7 @@ impl ToolService for ToolProxy {
                     output: message,
                     is_error: true,
                     forwarded: false,
-                    start_decision: Some(start_decision),
+                    start_decision: Some(*start_decision),
                     result_decision: None,
                 }));
             }
@@ -403,9 +414,7 @@ impl ToolService for ToolProxy {
             Ok(Ok(r)) => r.into_inner(),
         };
         span.end();
-        let (wire, verdict) = self
-            .judge_result(&a, &reply.output, reply.is_error)
-            .await?;
+        let (wire, verdict) = self.judge_result(&a, &reply.output, reply.is_error).await?;
         let (output, is_error) = if verdict.blocks() {
             (verdict.message, true)
         } else {
@@ -447,7 +456,7 @@ impl ToolService for ToolProxy {
                     output: message,
                     is_error: true,
                     forwarded: false,
-                    start_decision: Some(start_decision),
+                    start_decision: Some(*start_decision),
                     ..Default::default()
                 };
                 return Ok(Response::new(Box::pin(tokio_stream::once(Ok(only)))));
@@ -503,7 +512,11 @@ impl ToolProxy {
         }
         let mut chunks = self.gate.stream(a.policy.clone(), a.parent.clone());
         chunks
-            .open_result(a.context.clone(), a.policy.clone(), a.request.tool_name.clone())
+            .open_result(
+                a.context.clone(),
+                a.policy.clone(),
+                a.request.tool_name.clone(),
+            )
             .await;
         let limit = a.policy.max_message_bytes;
         let mut whole = String::new();

@@ -13,5 +13,6 @@ mod review;
 mod services;
 mod tenants;
 mod timebox;
+mod tool_proxy;
 mod tracing;
 mod webhook;
