@@ -379,6 +379,28 @@ impl Gate {
         out
     }
 
+    /// Judges an event with the fast rules alone (no session, no deep rules, no effects),
+    /// with `extra` among its hits; for checks that are not an agent's step, such as a tool
+    /// definition an MCP server lists. Nothing is recorded until `record`.
+    pub fn evaluate(
+        &self,
+        event: &Event,
+        call: &Call,
+        extra: Option<RuleHit>,
+    ) -> (Decision, Option<SpanIds>) {
+        let span = self.runtime.recorder.open(&call.parent);
+        let meta = pipeline::meta(&call.parent, span);
+        (
+            crate::engine::evaluate_with(event, &call.policy, &meta, extra),
+            span,
+        )
+    }
+
+    /// Records a decision `evaluate` made: its span, metric and log line.
+    pub fn record(&self, event: Event, d: Decision, call: Call, span: Option<SpanIds>) {
+        self.finish(event, d, call, span, |_| ());
+    }
+
     /// Opens a guarded chunk stream on one policy snapshot.
     pub fn stream(&self, policy: Arc<Policy>, parent: TraceParent) -> ChunkStream {
         ChunkStream {

@@ -19,7 +19,8 @@ use super::mcp::McpProxy;
 use super::outstanding::CallKey;
 use super::sse::{self, SseEvent};
 use super::upstream::{content_type, end_to_end, read_reply, upstream_headers};
-use crate::decision::Action;
+use super::definitions;
+use crate::decision::{Action, RiskLevel, RuleHit};
 use crate::engine::{Call, SpanIds, TraceParent};
 use crate::event::{Context, Event, EventKind};
 use crate::policy::Policy;
@@ -96,6 +97,30 @@ impl McpProxy {
         event.tool_name = call.name.clone();
         event.arguments = call.arguments.clone();
         event.pause_id = std::mem::take(&mut call.pause_id);
+        // A tool whose definition is being kept from clients (poisoned, or changed and not
+        // yet approved) is refused by name, also to a client that never listed the tools.
+        if let Some(why) = self.0.definitions.blocked(&call.name) {
+            let c = Call {
+                policy: policy.clone(),
+                parent: parent.clone(),
+                start,
+                size: body.len(),
+            };
+            let mut hit = RuleHit::new(
+                definitions::BLOCKED_RULE,
+                Action::Stop,
+                RiskLevel::Critical,
+                why,
+            );
+            hit.policy_tags = vec!["tool-definition".into(), "mcp".into()];
+            let (d, span) = self.0.gate.evaluate(&event, &c, Some(hit));
+            let verdict = Verdict::of(&d);
+            self.0.gate.record(event.clone(), d, c, span);
+            if verdict.blocks() {
+                let answer = jsonrpc::blocked_response(&call.id, &verdict);
+                return Ok((StatusCode::OK, axum::Json(answer)).into_response());
+            }
+        }
         let (verdict, chosen) = self
             .judge(event, policy.clone(), start, parent.clone(), body.len())
             .await?;
@@ -182,11 +207,10 @@ impl McpProxy {
             return Err(self.failed(p, e));
         }
         if !status.is_success() {
-            // 4xx and 3xx are the transport's answer (an expired session, missing auth),
-            // not a tool's output: the client needs them as they are.
-            self.0.outstanding.take(&p.key);
-            p.span.end();
-            return Ok(self.relay(resp, false));
+            // 4xx and 3xx are the transport's answer (an expired session, missing auth), and
+            // the client needs their status as it is; but their body can quote anything (a
+            // server that echoes the call, a tool's stderr), so it is judged like a result.
+            return self.status_reply(resp, p).await;
         }
         let content_type = content_type(resp.headers());
         if content_type.starts_with("text/event-stream") {
@@ -263,6 +287,63 @@ impl McpProxy {
             Bytes::from(msg.to_string())
         } else {
             bytes
+        };
+        let mut r = Response::new(Body::from(body));
+        *r.status_mut() = status;
+        *r.headers_mut() = headers;
+        Ok(r)
+    }
+
+    /// A 3xx or 4xx answer to a tool call: its body judged as an error result of the call,
+    /// its status and headers kept. A body that must not pass becomes the blocked result.
+    async fn status_reply(
+        &self,
+        resp: reqwest::Response,
+        p: Pending,
+    ) -> Result<Response, ProxyError> {
+        let up = &self.0.upstream;
+        let status = resp.status();
+        let mut headers = end_to_end(resp.headers(), |_| true);
+        let limit = p.awaited.policy.max_message_bytes;
+        let read = tokio::time::timeout_at(p.deadline, read_reply(up, resp, limit)).await;
+        let bytes = match read.unwrap_or_else(|_| Err(up.timed_out())) {
+            Ok(b) => b,
+            Err(e) => return Err(self.failed(p, e)),
+        };
+        let Pending {
+            awaited,
+            key,
+            mut span,
+            ..
+        } = p;
+        self.0.outstanding.take(&key);
+        span.end();
+        let a = &awaited;
+        let mut event = Event::new(EventKind::ToolCallResult, a.context.clone());
+        event.tool_name = a.call.name.clone();
+        event.arguments = a.call.arguments.clone();
+        event.output = String::from_utf8_lossy(&bytes).into_owned();
+        event.is_error = true;
+        let (verdict, _) = self
+            .judge(
+                event,
+                a.policy.clone(),
+                CallInstant::now(),
+                a.parent.clone(),
+                bytes.len(),
+            )
+            .await?;
+        let body = if verdict.blocks() {
+            headers.insert(
+                axum::http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            Bytes::from(jsonrpc::blocked_response(&a.call.id, &verdict).to_string())
+        } else {
+            match verdict.redacted_output {
+                Some(r) if verdict.action == Action::Redact => Bytes::from(r),
+                _ => bytes,
+            }
         };
         let mut r = Response::new(Body::from(body));
         *r.status_mut() = status;

@@ -9,6 +9,7 @@ use super::error::ProxyError;
 use crate::decision::{Action, RedactionSpan, apply_spans};
 
 pub const TOOLS_CALL: &str = "tools/call";
+pub const TOOLS_LIST: &str = "tools/list";
 /// Where the proxy puts its decision in a result it writes (`_meta` keys are namespaced).
 pub const META_KEY: &str = "toolgate/decision";
 /// A resubmitted, approved call names its pause here (`params._meta`).
@@ -49,6 +50,14 @@ pub fn classify(msg: &Value) -> Result<Incoming, ProxyError> {
         Value::Object(_) if is_tool_call(msg) => tool_call(msg).map(Incoming::ToolCall),
         _ => Ok(Incoming::Other),
     }
+}
+
+/// The id of a single `tools/list` request, whose answer the guard judges.
+pub fn tools_list_id(msg: &Value) -> Option<&Value> {
+    if msg.get("method").and_then(Value::as_str) != Some(TOOLS_LIST) {
+        return None;
+    }
+    msg.get("id").filter(|id| id.is_string() || id.is_number())
 }
 
 fn is_tool_call(msg: &Value) -> bool {

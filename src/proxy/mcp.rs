@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio_stream::StreamExt;
 
 pub use super::context::{SESSION_HEADER, STEP_HEADER, TASK_GOAL_HEADER, TENANT_HEADER};
+use super::definitions::Definitions;
 use super::error::ProxyError;
 use super::guard::Awaited;
 use super::jsonrpc::{self, Incoming};
@@ -82,6 +83,8 @@ pub(super) struct Inner {
     pub(super) gate: Gate,
     pub(super) upstream: Upstream,
     pub(super) outstanding: Outstanding<Awaited>,
+    /// The upstream's tool definitions as first seen, and the tools kept from clients.
+    pub(super) definitions: Definitions,
     /// Turns true when the server stops: server-to-client streams, which never end by
     /// themselves, close so the drain can finish.
     pub(super) shutdown: watch::Receiver<bool>,
@@ -106,6 +109,7 @@ impl McpProxy {
             gate,
             upstream: Upstream::new(cfg)?,
             outstanding: Outstanding::new(OUTSTANDING_CALLS, OUTSTANDING_TTL),
+            definitions: Definitions::default(),
             shutdown,
         })))
     }
@@ -149,6 +153,13 @@ impl McpProxy {
             serde_json::from_slice(&body).map_err(|e| ProxyError::Parse(e.to_string()))?;
         let call = match jsonrpc::classify(&msg) {
             Ok(Incoming::ToolCall(call)) => call,
+            Ok(Incoming::Other) if jsonrpc::tools_list_id(&msg).is_some() => {
+                let id = jsonrpc::tools_list_id(&msg).cloned().unwrap_or_default();
+                return Ok(match self.tools_list(&parts.headers, target, &id, body, policy).await {
+                    Ok(r) => r,
+                    Err(e) => e.into_response_for(Some(&id)),
+                });
+            }
             Ok(Incoming::Other) => {
                 let sent = up
                     .send(parts.method, target, upstream_headers(&parts.headers), body)

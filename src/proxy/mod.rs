@@ -2,8 +2,10 @@
 //! the real server and guards every tool call and tool result on the way through.
 
 pub mod context;
+pub mod definitions;
 pub mod error;
 mod guard;
+mod listing;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod outstanding;

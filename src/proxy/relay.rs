@@ -22,7 +22,7 @@ use crate::policy::Policy;
 use crate::telemetry::trace;
 
 /// Bounded buffering between the upstream and the client: a slow client slows the relay.
-const RELAY_CHANNEL: usize = 16;
+pub(super) const RELAY_CHANNEL: usize = 16;
 
 impl McpProxy {
     /// Relays an answer as it arrives. `endless` streams end when the proxy stops; others
@@ -224,7 +224,7 @@ impl McpProxy {
 
 /// Ends a relayed body with an error: the client must see the upstream's break, not a
 /// clean end of a cut body.
-async fn broke_off(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>) {
+pub(super) async fn broke_off(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>) {
     let _ = tx
         .send(Err(std::io::Error::other("upstream stream broke off")))
         .await;
