@@ -95,7 +95,13 @@ pub fn definition_text(tool: &Value) -> String {
         }
     }
     let mut out = String::new();
-    for key in ["title", "description", "inputSchema", "outputSchema", "annotations"] {
+    for key in [
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+    ] {
         if let Some(v) = tool.get(key) {
             strings(v, &mut out);
         }
@@ -111,12 +117,7 @@ pub fn definition_hash(tool: &Value) -> [u8; 32] {
             Value::Object(m) => {
                 let sorted: BTreeMap<&String, Value> =
                     m.iter().map(|(k, x)| (k, canonical(x))).collect();
-                Value::Object(
-                    sorted
-                        .into_iter()
-                        .map(|(k, x)| (k.clone(), x))
-                        .collect(),
-                )
+                Value::Object(sorted.into_iter().map(|(k, x)| (k.clone(), x)).collect())
             }
             Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
             other => other.clone(),
@@ -260,13 +261,13 @@ impl Definitions {
             .clone()
             .map(|why| hit(POISONED_RULE, cfg.poisoned, why));
         let (d, span) = gate.evaluate(&event, &call(policy), extra);
-        let injected = d.hits.iter().any(|h| {
-            h.policy_tags.iter().any(|t| t == "prompt-injection")
-        });
+        let injected = d
+            .hits
+            .iter()
+            .any(|h| h.policy_tags.iter().any(|t| t == "prompt-injection"));
         if pattern.is_some() || injected {
-            let why = pattern.unwrap_or_else(|| {
-                "the tool's definition reads as a prompt injection".to_string()
-            });
+            let why = pattern
+                .unwrap_or_else(|| "the tool's definition reads as a prompt injection".to_string());
             let enforced = d.enforced;
             gate.record(event, d, call(policy), span);
             return match cfg.poisoned {
@@ -328,12 +329,10 @@ impl Definitions {
                     ),
                 });
             }
-            self.pins
-                .entry(name.to_string())
-                .or_insert(Pin {
-                    hash,
-                    pending: None,
-                });
+            self.pins.entry(name.to_string()).or_insert(Pin {
+                hash,
+                pending: None,
+            });
             tracing::info!(tool = %name, hash = %short(&hash), "tool definition pinned");
         }
         let Some(mut pin) = self.pins.get_mut(name) else {

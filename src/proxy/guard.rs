@@ -13,13 +13,13 @@ use tokio::time::Instant;
 
 use super::Verdict;
 use super::context::{context, mcp_session};
+use super::definitions;
 use super::error::{ProxyError, UpstreamError};
 use super::jsonrpc::{self, ToolCall};
 use super::mcp::McpProxy;
 use super::outstanding::CallKey;
 use super::sse::{self, SseEvent};
 use super::upstream::{content_type, end_to_end, read_reply, upstream_headers};
-use super::definitions;
 use crate::decision::{Action, RiskLevel, RuleHit};
 use crate::engine::{Call, SpanIds, TraceParent};
 use crate::event::{Context, Event, EventKind};

@@ -49,7 +49,13 @@ impl McpProxy {
         let up = &self.0.upstream;
         let deadline = tokio::time::Instant::now() + up.timeout;
         let resp = up
-            .send_until(Method::POST, target, upstream_headers(headers), body, deadline)
+            .send_until(
+                Method::POST,
+                target,
+                upstream_headers(headers),
+                body,
+                deadline,
+            )
             .await?;
         let status = resp.status();
         if !status.is_success() {
@@ -61,16 +67,15 @@ impl McpProxy {
             return Ok(self.relay_listed(resp, l));
         }
         let out_headers = end_to_end(resp.headers(), |_| true);
-        let read = tokio::time::timeout_at(
-            deadline,
-            read_reply(up, resp, l.policy.max_message_bytes),
-        )
-        .await;
+        let read =
+            tokio::time::timeout_at(deadline, read_reply(up, resp, l.policy.max_message_bytes))
+                .await;
         let bytes = read.unwrap_or_else(|_| Err(up.timed_out()))?;
-        let mut msg: Value = serde_json::from_slice(&bytes).map_err(|e| UpstreamError::Malformed {
-            addr: up.addr.clone(),
-            why: format!("a `tools/list` answer that is not JSON: {e}"),
-        })?;
+        let mut msg: Value =
+            serde_json::from_slice(&bytes).map_err(|e| UpstreamError::Malformed {
+                addr: up.addr.clone(),
+                why: format!("a `tools/list` answer that is not JSON: {e}"),
+            })?;
         let body = if self.judge_listing(&mut msg, &l) {
             Bytes::from(msg.to_string())
         } else {

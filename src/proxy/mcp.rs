@@ -155,10 +155,15 @@ impl McpProxy {
             Ok(Incoming::ToolCall(call)) => call,
             Ok(Incoming::Other) if jsonrpc::tools_list_id(&msg).is_some() => {
                 let id = jsonrpc::tools_list_id(&msg).cloned().unwrap_or_default();
-                return Ok(match self.tools_list(&parts.headers, target, &id, body, policy).await {
-                    Ok(r) => r,
-                    Err(e) => e.into_response_for(Some(&id)),
-                });
+                return Ok(
+                    match self
+                        .tools_list(&parts.headers, target, &id, body, policy)
+                        .await
+                    {
+                        Ok(r) => r,
+                        Err(e) => e.into_response_for(Some(&id)),
+                    },
+                );
             }
             Ok(Incoming::Other) => {
                 let sent = up

@@ -158,18 +158,18 @@ async fn upstream_with(seen: Seen, config: StreamableHttpServerConfig) -> String
     format!("http://{addr}/mcp")
 }
 
-struct Proxy {
-    running: Running,
-    url: String,
-    log: PathBuf,
+pub(super) struct Proxy {
+    pub(super) running: Running,
+    pub(super) url: String,
+    pub(super) log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-async fn proxy(upstream: &str, tracing: TraceConfig, pack: Option<&str>) -> Proxy {
+pub(super) async fn proxy(upstream: &str, tracing: TraceConfig, pack: Option<&str>) -> Proxy {
     proxy_with(upstream, tracing, pack, Duration::from_secs(30)).await
 }
 
-async fn proxy_with(
+pub(super) async fn proxy_with(
     upstream: &str,
     tracing: TraceConfig,
     pack: Option<&str>,
@@ -220,11 +220,11 @@ async fn proxy_with(
     }
 }
 
-fn args(v: Value) -> serde_json::Map<String, Value> {
+pub(super) fn args(v: Value) -> serde_json::Map<String, Value> {
     v.as_object().unwrap().clone()
 }
 
-fn text_of(result: &Value) -> String {
+pub(super) fn text_of(result: &Value) -> String {
     result["content"]
         .as_array()
         .unwrap()
@@ -234,7 +234,7 @@ fn text_of(result: &Value) -> String {
         .join("\n")
 }
 
-async fn connect(
+pub(super) async fn connect(
     url: &str,
     headers: HashMap<HeaderName, HeaderValue>,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ClientConfig> {
@@ -579,7 +579,7 @@ async fn progress_streams_through_before_the_reply_and_stop_drains_the_call() {
 }
 
 /// Answers every request with `status` and `body` as JSON: a broken MCP server.
-async fn broken_upstream(status: u16, body: &'static str) -> String {
+pub(super) async fn broken_upstream(status: u16, body: &'static str) -> String {
     let router = axum::Router::new().fallback(move || async move {
         (
             axum::http::StatusCode::from_u16(status).unwrap(),
@@ -728,7 +728,7 @@ async fn resumed_error_replies_on_the_server_stream_are_guarded() {
     );
 }
 
-async fn post(url: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+pub(super) async fn post(url: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(url)
         .header("accept", "application/json, text/event-stream")

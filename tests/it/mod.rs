@@ -5,6 +5,7 @@ mod deep;
 mod deploy;
 mod grpc;
 mod mcp;
+mod mcp_definitions;
 mod observability;
 mod readme;
 mod reload;
