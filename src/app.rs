@@ -57,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             mcp_listen,
             mcp_upstream,
             mcp_upstream_timeout_s,
+            mcp_max_open,
             health_listen,
             mode,
             listen_unix,
@@ -111,6 +112,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     listen,
                     upstream,
                     timeout: std::time::Duration::from_secs(mcp_upstream_timeout_s.max(1)),
+                    max_open: mcp_max_open.max(1),
                 }),
                 (Some(_), None) => {
                     return Err(UsageError(
@@ -829,7 +831,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 .await
                 .with_context(|| format!("cannot listen on {} (MCP proxy)", cfg.listen))?;
             let addr = listener.local_addr()?;
-            let app = proxy.router(opts.max_in_flight);
+            let app = proxy.router(opts.max_in_flight, cfg.max_open);
             // The proxy closes its endless server-to-client streams on the same signal.
             let task = serve_http(listener, app, shutdown_rx.clone(), "MCP proxy");
             (Some(addr), Some(task))

@@ -60,6 +60,9 @@ pub enum Command {
         /// tool call (from forwarding); at most 86400.
         #[arg(long, default_value_t = 120)]
         mcp_upstream_timeout_s: u64,
+        /// Requests and streams the MCP proxy holds open at once; past it, new ones get 503.
+        #[arg(long, default_value_t = 1024)]
+        mcp_max_open: usize,
         /// A plain HTTP listener with only `/healthz` and `/readyz` (for the kubelet, which
         /// probes the pod IP); off when unset.
         #[arg(long)]

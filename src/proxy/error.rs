@@ -23,6 +23,9 @@ pub enum ProxyError {
     /// The proxy is at its limit of requests in flight.
     #[error("overloaded: too many requests in flight; retry with backoff")]
     Overloaded,
+    /// The proxy holds its limit of open requests and streams.
+    #[error("overloaded: too many open requests and streams; close one or retry with backoff")]
+    TooManyOpen,
     #[error("upstream unavailable: {0}")]
     Upstream(#[from] UpstreamError),
     /// A fault inside the proxy (a decision task died); never carries request content.
@@ -78,7 +81,9 @@ impl ProxyError {
             ProxyError::InvalidRequest(_) => (StatusCode::BAD_REQUEST, INVALID_REQUEST),
             ProxyError::InvalidParams(_) => (StatusCode::BAD_REQUEST, INVALID_PARAMS),
             ProxyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST),
-            ProxyError::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR),
+            ProxyError::Overloaded | ProxyError::TooManyOpen => {
+                (StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR)
+            }
             ProxyError::Upstream(_) => (StatusCode::BAD_GATEWAY, INTERNAL_ERROR),
             ProxyError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL_ERROR),
         }

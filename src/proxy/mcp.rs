@@ -39,6 +39,9 @@ pub struct McpConfig {
     /// measured from forwarding. Other SSE streams have no overall limit while the proxy
     /// runs; once it stops, they get this long to finish.
     pub timeout: Duration,
+    /// Requests the proxy holds open at once, streams included (a server stream or a tool
+    /// call's event stream stays open until it ends); past it, new requests get 503.
+    pub max_open: usize,
 }
 
 /// Shows the upstream as its origin alone: the URL's user info, path or query may hold a
@@ -53,6 +56,7 @@ impl std::fmt::Debug for McpConfig {
             .field("listen", &self.listen)
             .field("upstream", &upstream)
             .field("timeout", &self.timeout)
+            .field("max_open", &self.max_open)
             .finish()
     }
 }
@@ -117,15 +121,40 @@ impl McpProxy {
     /// Every path and method goes to one handler, under a load shed: past `max_in_flight`
     /// requests waiting for their answer's head, a request fails fast with 503 rather than
     /// queueing without bound. Streams that are already flowing do not count.
-    pub fn router(self, max_in_flight: usize) -> Router {
-        Router::new().fallback(handle).with_state(self).layer(
-            tower::ServiceBuilder::new()
-                .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-                    ProxyError::Overloaded.into_response()
-                }))
-                .load_shed()
-                .concurrency_limit(max_in_flight.max(1)),
-        )
+    ///
+    /// Every open request, stream or not, also holds one of `max_open` permits until its
+    /// answer's body ends or the client drops it, so clients that open streams and never
+    /// close them cannot hold tasks and connections without bound.
+    pub fn router(self, max_in_flight: usize, max_open: usize) -> Router {
+        let open = Arc::new(tokio::sync::Semaphore::new(max_open.max(1)));
+        Router::new()
+            .fallback(handle)
+            .with_state(self)
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+                        ProxyError::Overloaded.into_response()
+                    }))
+                    .load_shed()
+                    .concurrency_limit(max_in_flight.max(1)),
+            )
+            .layer(axum::middleware::from_fn(
+                move |req: Request, next: axum::middleware::Next| {
+                    let open = open.clone();
+                    async move {
+                        let Ok(permit) = open.try_acquire_owned() else {
+                            return ProxyError::TooManyOpen.into_response();
+                        };
+                        let (parts, body) = next.run(req).await.into_parts();
+                        // The permit goes with the body: released when it ends or is dropped.
+                        let body = Body::from_stream(body.into_data_stream().map(move |c| {
+                            let _held = &permit;
+                            c
+                        }));
+                        Response::from_parts(parts, body)
+                    }
+                },
+            ))
     }
 
     async fn serve(&self, req: Request) -> Result<Response, ProxyError> {
@@ -227,6 +256,7 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: "https://svc:s3cret@tools.example:8443/t0ken/mcp?key=abc".into(),
             timeout: Duration::from_secs(5),
+            max_open: 16,
         };
         let shown = format!("{cfg:?}");
         assert!(shown.contains("https://tools.example:8443"), "{shown}");

@@ -265,6 +265,7 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: url.into(),
             timeout: Duration::from_secs(1),
+            max_open: 16,
         })
         .unwrap()
     }
@@ -294,6 +295,7 @@ mod tests {
                     listen: "127.0.0.1:0".parse().unwrap(),
                     upstream: bad.into(),
                     timeout: Duration::from_secs(1),
+                    max_open: 16,
                 })
                 .is_err(),
                 "{bad}"
@@ -307,6 +309,7 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: "http://127.0.0.1:9000/mcp".into(),
             timeout: Duration::from_secs(secs),
+            max_open: 16,
         };
         let e = Upstream::new(&cfg(u64::MAX)).err().unwrap();
         assert_eq!(e.to_string(), "--mcp-upstream-timeout-s: at most 86400 s");

@@ -207,6 +207,7 @@ pub(super) async fn proxy_with(
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: upstream.to_string(),
             timeout,
+            max_open: 1024,
         }),
     })
     .await

@@ -6,6 +6,7 @@ mod deploy;
 mod grpc;
 mod mcp;
 mod mcp_definitions;
+mod mcp_transport;
 mod observability;
 mod readme;
 mod reload;
