@@ -38,6 +38,8 @@ pub struct Verdict {
 impl Verdict {
     pub fn of(d: &Decision) -> Verdict {
         let message = match d.action {
+            // Nothing to tell the model: the call or result goes on.
+            Action::Allow | Action::Redact => Some(String::new()),
             Action::Retry => d.retry.as_ref().map(|r| r.corrective_message.clone()),
             Action::Pause => d.pause.as_ref().map(|p| {
                 format!(
@@ -46,7 +48,6 @@ impl Verdict {
                 )
             }),
             Action::Stop => d.stop.as_ref().map(|s| s.user_message.clone()),
-            Action::Allow | Action::Redact => None,
         }
         .unwrap_or_else(|| {
             format!(

@@ -41,13 +41,50 @@ pub struct ToolUpstream {
     pub ca_pem: Option<Vec<u8>>,
 }
 
+/// An `http://` upstream: HTTP/2 with prior knowledge on hyper's pooled client. It hands a
+/// request straight to the connection, where tonic's `Channel` first queues it for a worker
+/// task: one task hop less on every forwarded call.
+type H2c = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    tonic::body::Body,
+>;
+
+/// The client for the upstream: plain HTTP/2, or TLS through tonic's `Channel`.
+#[derive(Clone)]
+enum Client {
+    H2c(ToolServiceClient<H2c>),
+    Tls(ToolServiceClient<Channel>),
+}
+
+impl Client {
+    async fn invoke(
+        &mut self,
+        r: Request<proto::InvokeRequest>,
+    ) -> Result<Response<proto::InvokeResponse>, Status> {
+        match self {
+            Client::H2c(c) => c.invoke(r).await,
+            Client::Tls(c) => c.invoke(r).await,
+        }
+    }
+
+    async fn invoke_stream(
+        &mut self,
+        r: Request<proto::InvokeStreamRequest>,
+    ) -> Result<Response<tonic::Streaming<proto::InvokeStreamResponse>>, Status> {
+        match self {
+            Client::H2c(c) => c.invoke_stream(r).await,
+            Client::Tls(c) => c.invoke_stream(r).await,
+        }
+    }
+}
+
 /// The ToolService edge.
 #[derive(Clone)]
 pub struct ToolProxy {
     store: Arc<PolicyStore>,
     gate: Gate,
     telemetry: Arc<Telemetry>,
-    client: ToolServiceClient<Channel>,
+    client: Client,
     /// The upstream as the operator wrote it, for messages and spans.
     upstream: Arc<str>,
     host: Arc<str>,
@@ -55,6 +92,12 @@ pub struct ToolProxy {
     timeout: Duration,
     shutdown: watch::Receiver<bool>,
 }
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that died silently (a restarted pod) is noticed in seconds, not at the next
+/// call's deadline.
+const KEEP_ALIVE: Duration = Duration::from_secs(30);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An upstream error this close to the deadline is the deadline's doing.
 const DEADLINE_SLACK: Duration = Duration::from_millis(10);
@@ -88,28 +131,45 @@ impl ToolProxy {
         };
         let host = uri.host().unwrap_or_default().to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let mut endpoint = Endpoint::from(uri)
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            // A connection that died silently (a restarted pod) is noticed in seconds, not
-            // at the next call's deadline.
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(10))
-            .keep_alive_while_idle(true);
-        if tls {
+        let limit = store.load().max_message_bytes;
+        let client = if tls {
             let mut t = ClientTlsConfig::new().with_webpki_roots();
             if let Some(pem) = &cfg.ca_pem {
                 t = t.ca_certificate(Certificate::from_pem(pem));
             }
-            endpoint = endpoint
+            let endpoint = Endpoint::from(uri)
+                .connect_timeout(CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(KEEP_ALIVE)
+                .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+                .keep_alive_while_idle(true)
                 .tls_config(t)
                 .map_err(|e| format!("--upstream: TLS settings: {e}"))?;
-        }
-        let limit = store.load().max_message_bytes;
-        let client = ToolServiceClient::new(endpoint.connect_lazy())
-            // A result over the pack's message limit is refused, never passed on unread.
-            .max_decoding_message_size(limit)
-            .max_encoding_message_size(usize::MAX);
+            Client::Tls(
+                ToolServiceClient::new(endpoint.connect_lazy())
+                    // A result over the pack's message limit is refused, never passed on
+                    // unread.
+                    .max_decoding_message_size(limit)
+                    .max_encoding_message_size(usize::MAX),
+            )
+        } else {
+            let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            connector.set_nodelay(true);
+            connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+            let h2c: H2c =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .http2_only(true)
+                    .http2_keep_alive_interval(KEEP_ALIVE)
+                    .http2_keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+                    .http2_keep_alive_while_idle(true)
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .build(connector);
+            Client::H2c(
+                ToolServiceClient::with_origin(h2c, uri)
+                    .max_decoding_message_size(limit)
+                    .max_encoding_message_size(usize::MAX),
+            )
+        };
         Ok(ToolProxy {
             store,
             gate,
@@ -128,14 +188,24 @@ impl ToolProxy {
 /// judged with.
 struct Admitted {
     start_decision: proto::Decision,
-    request: proto::InvokeRequest,
+    /// What goes upstream; taken when it is sent.
+    request: Option<proto::InvokeRequest>,
+    tool_name: String,
+    /// The arguments as forwarded, parsed, and their length as text: the result is judged
+    /// with them.
+    arguments: Option<serde_json::Value>,
+    arguments_len: usize,
     context: Context,
     policy: Arc<Policy>,
     parent: TraceParent,
     span: Option<SpanIds>,
+    /// The caller's metadata; taken when the request is sent.
     metadata: MetadataMap,
     /// When the caller's deadline (or the upstream timeout) runs out.
     deadline: Instant,
+    /// The caller set a deadline: the upstream is told what is left of it. Without one the
+    /// upstream timeout is kept here alone.
+    propagate: bool,
 }
 
 /// What the start decision came to.
@@ -157,8 +227,8 @@ impl ToolProxy {
         msg: proto::InvokeRequest,
     ) -> Result<Admission, ApiError> {
         let start = Instant::now();
-        let deadline =
-            start + caller_timeout(&metadata).map_or(self.timeout, |t| t.min(self.timeout));
+        let caller = caller_timeout(&metadata);
+        let deadline = start + caller.map_or(self.timeout, |t| t.min(self.timeout));
         let policy = self.store.load();
         let parent = trace::parent_from_metadata(&metadata);
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
@@ -172,6 +242,7 @@ impl ToolProxy {
             pause_id: msg.pause_id,
         })?;
         let context = event.context.clone();
+        let mut arguments = event.arguments.clone();
         let policy = self.store.for_tenant(&context.tenant, policy);
         let hold = policy.proxy.on_pause == OnPause::Hold;
         let retry_event = hold.then(|| event.clone());
@@ -211,24 +282,31 @@ impl ToolProxy {
         // Only an enforced REDACT changes the call: in shadow mode the decision carries what
         // it would have redacted, and the call goes as it came.
         let arguments_json = match verdict.redacted_arguments_json {
-            Some(r) if verdict.action == Action::Redact => r,
+            Some(r) if verdict.action == Action::Redact => {
+                arguments = convert::parse_arguments("arguments_json", &r)?;
+                r
+            }
             _ => arguments_json,
         };
         Ok(Admission::Forward(Box::new(Admitted {
             start_decision: wire,
-            request: proto::InvokeRequest {
+            tool_name: tool_name.clone(),
+            arguments,
+            arguments_len: arguments_json.len(),
+            request: Some(proto::InvokeRequest {
                 context: proto_context,
                 tool_name,
                 arguments_json,
                 // An approval is toolgate's; the tool server never sees it.
                 pause_id: String::new(),
-            },
+            }),
             context,
             policy,
             parent,
             span,
             metadata,
             deadline,
+            propagate: caller.is_some(),
         })))
     }
 
@@ -272,13 +350,15 @@ impl ToolProxy {
 
     /// The upstream request: the caller's end-to-end metadata, the remaining deadline, and
     /// a `traceparent` naming the upstream span.
-    fn outbound<T>(&self, a: &Admitted, body: T, span: &ClientSpan) -> Request<T> {
+    fn outbound<T>(&self, a: &mut Admitted, body: T, span: &ClientSpan) -> Request<T> {
         let mut req = Request::new(body);
-        *req.metadata_mut() = passthrough(&a.metadata);
+        *req.metadata_mut() = passthrough(std::mem::take(&mut a.metadata));
         if let Some(tp) = span.traceparent().and_then(|t| t.parse().ok()) {
             req.metadata_mut().insert("traceparent", tp);
         }
-        req.set_timeout(a.deadline.saturating_duration_since(Instant::now()));
+        if a.propagate {
+            req.set_timeout(a.deadline.saturating_duration_since(Instant::now()));
+        }
         req
     }
 
@@ -292,7 +372,7 @@ impl ToolProxy {
                     KeyValue::new("rpc.method", method),
                     KeyValue::new("server.address", self.host.to_string()),
                     KeyValue::new("server.port", i64::from(self.port)),
-                    KeyValue::new("gen_ai.tool.name", a.request.tool_name.clone()),
+                    KeyValue::new("gen_ai.tool.name", a.tool_name.clone()),
                 ]
             })
     }
@@ -310,6 +390,9 @@ impl ToolProxy {
             return self.deadline_error();
         }
         let code = match s.code() {
+            // A transport failure (refused, reset, unreachable): gRPC calls it UNAVAILABLE;
+            // tonic reports one from a client other than its own `Channel` as UNKNOWN.
+            tonic::Code::Unknown if is_transport(&s) => tonic::Code::Unavailable,
             // The pack's message limit, met while reading the upstream's answer.
             tonic::Code::OutOfRange | tonic::Code::ResourceExhausted
                 if s.message().contains("message length too large") =>
@@ -351,9 +434,9 @@ impl ToolProxy {
         is_error: bool,
     ) -> Result<(proto::Decision, Verdict), ApiError> {
         let mut event = Event::new(EventKind::ToolCallResult, a.context.clone());
-        event.tool_name = a.request.tool_name.clone();
-        event.arguments = convert::parse_arguments("arguments_json", &a.request.arguments_json)?;
-        let size = output.len() + a.request.arguments_json.len();
+        event.tool_name = a.tool_name.clone();
+        event.arguments = a.arguments.clone();
+        let size = output.len() + a.arguments_len;
         event.output = output.to_string();
         event.is_error = is_error;
         let call = Call {
@@ -385,7 +468,7 @@ impl ToolService for ToolProxy {
         req: Request<proto::InvokeRequest>,
     ) -> Result<Response<proto::InvokeResponse>, Status> {
         let (metadata, _, msg) = req.into_parts();
-        let a = match self.admit(metadata, msg).await? {
+        let mut a = match self.admit(metadata, msg).await? {
             Admission::Forward(a) => a,
             Admission::Answered {
                 start_decision,
@@ -401,7 +484,8 @@ impl ToolService for ToolProxy {
             }
         };
         let mut span = self.client_span(&a, "Invoke");
-        let req = self.outbound(&a, a.request.clone(), &span);
+        let body = a.request.take().unwrap_or_default();
+        let req = self.outbound(&mut a, body, &span);
         let mut client = self.client.clone();
         let answer = tokio::time::timeout_at(a.deadline.into(), client.invoke(req)).await;
         let reply = match answer {
@@ -446,7 +530,7 @@ impl ToolService for ToolProxy {
             arguments_json: m.arguments_json,
             pause_id: m.pause_id,
         };
-        let a = match self.admit(metadata, msg).await? {
+        let mut a = match self.admit(metadata, msg).await? {
             Admission::Forward(a) => a,
             Admission::Answered {
                 start_decision,
@@ -463,16 +547,14 @@ impl ToolService for ToolProxy {
             }
         };
         let mut span = self.client_span(&a, "InvokeStream");
-        let req = self.outbound(
-            &a,
-            proto::InvokeStreamRequest {
-                context: a.request.context.clone(),
-                tool_name: a.request.tool_name.clone(),
-                arguments_json: a.request.arguments_json.clone(),
-                pause_id: String::new(),
-            },
-            &span,
-        );
+        let r = a.request.take().unwrap_or_default();
+        let body = proto::InvokeStreamRequest {
+            context: r.context,
+            tool_name: r.tool_name,
+            arguments_json: r.arguments_json,
+            pause_id: String::new(),
+        };
+        let req = self.outbound(&mut a, body, &span);
         let mut client = self.client.clone();
         let opened = tokio::time::timeout_at(a.deadline.into(), client.invoke_stream(req)).await;
         let upstream = match opened {
@@ -512,11 +594,7 @@ impl ToolProxy {
         }
         let mut chunks = self.gate.stream(a.policy.clone(), a.parent.clone());
         chunks
-            .open_result(
-                a.context.clone(),
-                a.policy.clone(),
-                a.request.tool_name.clone(),
-            )
+            .open_result(a.context.clone(), a.policy.clone(), a.tool_name.clone())
             .await;
         let limit = a.policy.max_message_bytes;
         let mut whole = String::new();
@@ -606,6 +684,18 @@ impl ToolProxy {
     }
 }
 
+/// Whether a status came from the connection rather than from the tool server.
+fn is_transport(s: &Status) -> bool {
+    let mut e: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(s);
+    while let Some(err) = e {
+        if err.is::<hyper_util::client::legacy::Error>() || err.is::<std::io::Error>() {
+            return true;
+        }
+        e = err.source();
+    }
+    false
+}
+
 /// The caller's remaining deadline (`grpc-timeout`, e.g. `250m`), when it set one.
 fn caller_timeout(md: &MetadataMap) -> Option<Duration> {
     let v = md.get("grpc-timeout")?.to_str().ok()?;
@@ -625,7 +715,7 @@ fn caller_timeout(md: &MetadataMap) -> Option<Duration> {
 /// The caller's metadata as the upstream should see it: end-to-end entries only. gRPC's
 /// own framing headers are set anew by the client, the trace context is replaced by the
 /// upstream span's, and `x-toolgate-*` (the approver token among them) stays here.
-fn passthrough(md: &MetadataMap) -> MetadataMap {
+fn passthrough(md: MetadataMap) -> MetadataMap {
     const OWN: [&str; 8] = [
         "content-type",
         "grpc-timeout",
@@ -636,7 +726,7 @@ fn passthrough(md: &MetadataMap) -> MetadataMap {
         "traceparent",
         "tracestate",
     ];
-    let headers = md.clone().into_headers();
+    let headers = md.into_headers();
     let kept = super::upstream::end_to_end(&headers, |n| {
         !OWN.contains(&n.as_str()) && !n.as_str().starts_with("x-toolgate-")
     });
@@ -678,7 +768,7 @@ mod tests {
         md.insert("traceparent", "00-aa-bb-01".parse().unwrap());
         md.insert("connection", "x-hop".parse().unwrap());
         md.insert("x-hop", "1".parse().unwrap());
-        let out = passthrough(&md);
+        let out = passthrough(md);
         let mut keys: Vec<_> = out
             .keys()
             .map(|k| match k {
