@@ -149,6 +149,15 @@ fn pack(dir: &std::path::Path, on_pause: &str) -> std::path::PathBuf {
 }
 
 async fn proxy(upstream: &str, on_pause: &str, timeout: Duration) -> Running {
+    proxy_trusting(upstream, on_pause, timeout, None).await
+}
+
+async fn proxy_trusting(
+    upstream: &str,
+    on_pause: &str,
+    timeout: Duration,
+    ca_pem: Option<Vec<u8>>,
+) -> Running {
     let dir = tempfile::tempdir().unwrap().keep();
     start(ServeOptions {
         health_listen: None,
@@ -158,7 +167,7 @@ async fn proxy(upstream: &str, on_pause: &str, timeout: Duration) -> Running {
         upstream: Some(ToolUpstream {
             url: upstream.to_string(),
             timeout,
-            ca_pem: None,
+            ca_pem,
         }),
         listen: "127.0.0.1:0".parse().unwrap(),
         policy: Some(pack(&dir, on_pause)),
@@ -595,5 +604,53 @@ async fn a_streamed_result_is_judged_as_it_passes() {
     assert_eq!(action(&only.start_decision), Action::Stop);
     assert!(s.next().await.is_none());
     assert_eq!(tools.seen().len(), before);
+    tg.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_is_checked_against_the_given_ca() {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let identity =
+        tonic::transport::Identity::from_pem(ck.cert.pem(), ck.signing_key.serialize_pem());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let tools = Tools::default();
+    tokio::spawn(
+        Server::builder()
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .unwrap()
+            .add_service(ToolServiceServer::new(tools.clone()))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let url = format!("https://localhost:{port}");
+
+    // Trusting the server's certificate: the call goes through TLS.
+    let tg = proxy_trusting(
+        &url,
+        "return",
+        Duration::from_secs(5),
+        Some(ck.cert.pem().into_bytes()),
+    )
+    .await;
+    let r = agent(&tg)
+        .await
+        .invoke(invoke("t1", "notes.echo", r#"{"text":"over tls"}"#))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.forwarded, "{r:?}");
+    assert_eq!(r.output, "over tls");
+    tg.stop().await.unwrap();
+
+    // Not trusting it: the handshake fails, the call is UNAVAILABLE and never forwarded.
+    let tg = proxy(&url, "return", Duration::from_secs(5)).await;
+    let e = agent(&tg)
+        .await
+        .invoke(invoke("t2", "notes.echo", r#"{"text":"hi"}"#))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(e.message().contains(&url), "{}", e.message());
+    assert_eq!(tools.seen().len(), 1);
     tg.stop().await.unwrap();
 }
