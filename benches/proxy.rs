@@ -18,9 +18,10 @@
 //! Layout on Linux with taskset and two CPUs: toolgate on CPU 0; this process (client and
 //! tool server) re-executes itself on CPU 1.
 //!
-//! Run: `cargo bench --bench proxy` (about a minute). Environment: `PROXY_BENCH_SECS` (2),
-//! `PROXY_BENCH_ROUNDS` (3), `PROXY_BENCH_LOADS` (comma list out of
-//! `grpc_1k,grpc_64k,mcp_1k,mcp_64k`).
+//! Run: `cargo bench --bench proxy` (about two minutes). Environment: `PROXY_BENCH_SECS`
+//! (2), `PROXY_BENCH_ROUNDS` (3), `PROXY_BENCH_LOADS` (comma list out of
+//! `grpc_1k,grpc_64k,mcp_1k,mcp_64k`), `PROXY_BENCH_TOOLGATE_ARGS` (more `serve` flags,
+//! e.g. `--decision-log off`, for an A/B of one setting; they replace the bench's own).
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -354,15 +355,22 @@ async fn run(secs: Duration, rounds: usize, loads: &[String], pinned: bool) -> a
     } else {
         Command::new(&exe)
     };
-    let child = cmd
-        .arg("serve")
+    let extra: Vec<String> = std::env::var("PROXY_BENCH_TOOLGATE_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    cmd.arg("serve")
         .args(["--listen", &format!("127.0.0.1:{listen}")])
         .args(["--upstream", &format!("http://{grpc_up}")])
         .args(["--mcp-listen", &format!("127.0.0.1:{mcp_listen}")])
         .args(["--mcp-upstream", &format!("http://{http_up}/mcp")])
-        .args(["--admin-listen", "off", "--log-format", "json"])
-        .arg("--decision-log")
-        .arg(dir.join("decisions.jsonl"))
+        .args(["--admin-listen", "off", "--log-format", "json"]);
+    if !extra.iter().any(|a| a == "--decision-log") {
+        cmd.arg("--decision-log").arg(dir.join("decisions.jsonl"));
+    }
+    let child = cmd
+        .args(&extra)
         .env("OTEL_TRACES_EXPORTER", "none")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
