@@ -228,6 +228,35 @@ impl McpProxy {
         Err(self.failed(p, e))
     }
 
+    /// Reads a reply body whole, bounded by the policy's message limit and the call's
+    /// deadline; a failure ends the call (`failed`).
+    async fn read_whole(
+        &self,
+        resp: reqwest::Response,
+        p: Pending,
+    ) -> Result<(Bytes, Pending), ProxyError> {
+        let up = &self.0.upstream;
+        let limit = p.awaited.policy.max_message_bytes;
+        let read = tokio::time::timeout_at(p.deadline, read_reply(up, resp, limit)).await;
+        match read.unwrap_or_else(|_| Err(up.timed_out())) {
+            Ok(b) => Ok((b, p)),
+            Err(e) => Err(self.failed(p, e)),
+        }
+    }
+
+    /// Ends a call whose reply is in: it is no longer awaited and its span ends.
+    fn answered(&self, p: Pending) -> Awaited {
+        let Pending {
+            awaited,
+            key,
+            mut span,
+            ..
+        } = p;
+        self.0.outstanding.take(&key);
+        span.end();
+        awaited
+    }
+
     /// Ends a call that will get no reply from the upstream: it is no longer awaited and
     /// its span records why.
     fn failed(&self, p: Pending, e: UpstreamError) -> ProxyError {
@@ -247,12 +276,7 @@ impl McpProxy {
         let up = &self.0.upstream;
         let status = resp.status();
         let headers = end_to_end(resp.headers(), |_| true);
-        let limit = p.awaited.policy.max_message_bytes;
-        let read = tokio::time::timeout_at(p.deadline, read_reply(up, resp, limit)).await;
-        let bytes = match read.unwrap_or_else(|_| Err(up.timed_out())) {
-            Ok(b) => b,
-            Err(e) => return Err(self.failed(p, e)),
-        };
+        let (bytes, p) = self.read_whole(resp, p).await?;
         let parsed = serde_json::from_slice::<Value>(&bytes)
             .map_err(|e| e.to_string())
             .and_then(|mut msg| {
@@ -272,14 +296,7 @@ impl McpProxy {
                 return Err(self.failed(p, e));
             }
         };
-        let Pending {
-            awaited,
-            key,
-            mut span,
-            ..
-        } = p;
-        self.0.outstanding.take(&key);
-        span.end();
+        let awaited = self.answered(p);
         let (_, changed) = self
             .guard_message(&mut msg, bytes.len(), |_| Some(awaited.clone()))
             .await;
@@ -301,23 +318,10 @@ impl McpProxy {
         resp: reqwest::Response,
         p: Pending,
     ) -> Result<Response, ProxyError> {
-        let up = &self.0.upstream;
         let status = resp.status();
         let mut headers = end_to_end(resp.headers(), |_| true);
-        let limit = p.awaited.policy.max_message_bytes;
-        let read = tokio::time::timeout_at(p.deadline, read_reply(up, resp, limit)).await;
-        let bytes = match read.unwrap_or_else(|_| Err(up.timed_out())) {
-            Ok(b) => b,
-            Err(e) => return Err(self.failed(p, e)),
-        };
-        let Pending {
-            awaited,
-            key,
-            mut span,
-            ..
-        } = p;
-        self.0.outstanding.take(&key);
-        span.end();
+        let (bytes, p) = self.read_whole(resp, p).await?;
+        let awaited = self.answered(p);
         let a = &awaited;
         let mut event = Event::new(EventKind::ToolCallResult, a.context.clone());
         event.tool_name = a.call.name.clone();

@@ -380,6 +380,24 @@ impl ToolProxy {
             })
     }
 
+    /// The upstream's answer (or the deadline's) as the message, or the caller's error.
+    async fn upstream_answer<T>(
+        &self,
+        a: &Admitted,
+        answer: Result<Result<Response<T>, Status>, tokio::time::error::Elapsed>,
+        span: &mut ClientSpan,
+    ) -> Result<T, ApiError> {
+        match answer {
+            Err(_) => {
+                span.fail("deadline");
+                span.end();
+                Err(self.deadline_error())
+            }
+            Ok(Err(s)) => Err(self.upstream_error(a, s, span).await),
+            Ok(Ok(r)) => Ok(r.into_inner()),
+        }
+    }
+
     /// A failed upstream call as the caller's error. The upstream's own message may quote
     /// the tool's output, so it is judged like a result before it is passed on.
     async fn upstream_error(&self, a: &Admitted, s: Status, span: &mut ClientSpan) -> ApiError {
@@ -491,15 +509,7 @@ impl ToolService for ToolProxy {
         let req = self.outbound(&mut a, body, &span);
         let mut client = self.client.clone();
         let answer = tokio::time::timeout_at(a.deadline.into(), client.invoke(req)).await;
-        let reply = match answer {
-            Err(_) => {
-                span.fail("deadline");
-                span.end();
-                return Err(self.deadline_error().into());
-            }
-            Ok(Err(s)) => return Err(self.upstream_error(&a, s, &mut span).await.into()),
-            Ok(Ok(r)) => r.into_inner(),
-        };
+        let reply = self.upstream_answer(&a, answer, &mut span).await?;
         span.end();
         let (wire, verdict) = self.judge_result(&a, &reply.output, reply.is_error).await?;
         let (output, is_error) = if verdict.blocks() {
@@ -560,15 +570,7 @@ impl ToolService for ToolProxy {
         let req = self.outbound(&mut a, body, &span);
         let mut client = self.client.clone();
         let opened = tokio::time::timeout_at(a.deadline.into(), client.invoke_stream(req)).await;
-        let upstream = match opened {
-            Err(_) => {
-                span.fail("deadline");
-                span.end();
-                return Err(self.deadline_error().into());
-            }
-            Ok(Err(s)) => return Err(self.upstream_error(&a, s, &mut span).await.into()),
-            Ok(Ok(r)) => r.into_inner(),
-        };
+        let upstream = self.upstream_answer(&a, opened, &mut span).await?;
         let this = self.clone();
         let out = crate::api::async_stream(move |tx| async move {
             this.relay_stream(*a, upstream, span, tx).await;
