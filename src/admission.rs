@@ -21,6 +21,9 @@ pub const INJECTED_ANNOTATION: &str = "toolgate.dev/injected";
 pub const POLICY_ANNOTATION: &str = "toolgate.dev/policy";
 pub const MODE_ANNOTATION: &str = "toolgate.dev/mode";
 pub const UPSTREAM_ANNOTATION: &str = "toolgate.dev/mcp-upstream";
+/// The gRPC tool server to proxy: the sidecar serves `ToolService` on the same address as
+/// `GuardService` (`TOOLGATE_ADDR`) and forwards to it.
+pub const TOOL_UPSTREAM_ANNOTATION: &str = "toolgate.dev/tool-upstream";
 pub const CPU_ANNOTATION: &str = "toolgate.dev/cpu";
 pub const MEMORY_ANNOTATION: &str = "toolgate.dev/memory";
 pub const MEMORY_LIMIT_ANNOTATION: &str = "toolgate.dev/memory-limit";
@@ -310,6 +313,14 @@ fn patch(
             "annotation `{UPSTREAM_ANNOTATION}` must be an http(s) URL"
         ));
     }
+    let tool_upstream = annotations.get(TOOL_UPSTREAM_ANNOTATION).cloned();
+    if let Some(u) = &tool_upstream
+        && !(u.starts_with("http://") || u.starts_with("https://"))
+    {
+        return Err(format!(
+            "annotation `{TOOL_UPSTREAM_ANNOTATION}` must be an http(s) URL"
+        ));
+    }
     let pick = |key: &str, default: &str| -> Result<Quantity, String> {
         let v = annotations.get(key).map(String::as_str).unwrap_or(default);
         if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.') {
@@ -334,8 +345,11 @@ fn patch(
     let sidecar = sidecar(
         cfg,
         &mode,
-        upstream.is_some(),
-        upstream.as_deref(),
+        policy.is_some(),
+        Upstreams {
+            mcp: upstream.as_deref(),
+            tools: tool_upstream.as_deref(),
+        },
         resources,
     );
     let mut ops = Vec::new();
@@ -406,11 +420,17 @@ fn patch(
     Ok(Value::Array(ops))
 }
 
+/// The servers a sidecar proxies, as the pod's annotations name them.
+struct Upstreams<'a> {
+    mcp: Option<&'a str>,
+    tools: Option<&'a str>,
+}
+
 fn sidecar(
     cfg: &InjectorConfig,
     mode: &str,
     mounted_policy: bool,
-    upstream: Option<&str>,
+    upstreams: Upstreams<'_>,
     resources: ResourceRequirements,
 ) -> Container {
     let mut args = vec!["serve".to_string()];
@@ -428,13 +448,16 @@ fn sidecar(
         "--mode".into(),
         mode.to_string(),
     ]);
-    if let Some(u) = upstream {
+    if let Some(u) = upstreams.mcp {
         args.extend([
             "--mcp-listen".into(),
             format!("127.0.0.1:{}", cfg.mcp_port),
             "--mcp-upstream".into(),
             u.to_string(),
         ]);
+    }
+    if let Some(u) = upstreams.tools {
+        args.extend(["--upstream".into(), u.to_string()]);
     }
     let probe = |path: &str, period: i32, failures: i32| Probe {
         http_get: Some(HTTPGetAction {

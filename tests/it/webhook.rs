@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolgate::admission::InjectorConfig;
 use toolgate::admission::server::{Webhook, WebhookOptions, start};
 
@@ -332,6 +332,58 @@ async fn without_native_sidecars_the_guard_is_a_regular_container() {
         .find(|c| c.name == "toolgate")
         .unwrap();
     assert_eq!(tg.restart_policy, None);
+    h.hook.stop().await;
+}
+
+/// A pod that names its policy but proxies nothing still gets that policy (the volume and
+/// the `--policy` flag go together); one that names a gRPC tool server gets `--upstream`.
+#[tokio::test]
+async fn a_named_policy_is_served_and_a_tool_upstream_becomes_the_grpc_proxy() {
+    let h = hook(config()).await;
+    let with = |annotations: Value| {
+        let mut review = fixture("annotated.json");
+        review["request"]["object"]["metadata"]["annotations"] = annotations;
+        review
+    };
+    let review = with(json!({
+        "toolgate.dev/inject": "true",
+        "toolgate.dev/policy": "payments-policy",
+    }));
+    let (pod, resp) = applied(&review, &h.review("/mutate", &review).await);
+    assert_eq!(resp["allowed"], true);
+    let args = sidecar(&pod).unwrap().args.as_ref().unwrap().join(" ");
+    assert!(args.starts_with("serve --policy /etc/toolgate/"), "{args}");
+    assert!(
+        !args.contains("--upstream") && !args.contains("--mcp-listen"),
+        "{args}"
+    );
+
+    let review = with(json!({
+        "toolgate.dev/inject": "true",
+        "toolgate.dev/tool-upstream": "http://tools.agents.svc:7000",
+    }));
+    let (pod, resp) = applied(&review, &h.review("/mutate", &review).await);
+    assert_eq!(resp["allowed"], true);
+    let args = sidecar(&pod).unwrap().args.as_ref().unwrap().join(" ");
+    assert!(
+        args.contains("--upstream http://tools.agents.svc:7000"),
+        "{args}"
+    );
+    // ToolService is served beside GuardService: the app dials the same address.
+    let agent = &pod.spec.as_ref().unwrap().containers[0];
+    assert_eq!(
+        env_of(agent, "TOOLGATE_ADDR"),
+        Some("http://127.0.0.1:50051")
+    );
+
+    let review = with(json!({
+        "toolgate.dev/inject": "true",
+        "toolgate.dev/tool-upstream": "tools.agents.svc:7000",
+    }));
+    let resp = h.review("/mutate", &review).await["response"].clone();
+    assert_eq!(resp["allowed"], false);
+    let msg = resp["status"]["message"].as_str().unwrap();
+    assert!(msg.contains("toolgate.dev/tool-upstream"), "{msg}");
     h.hook.stop().await;
 }
 
