@@ -204,6 +204,18 @@ pub struct Toolgate {
 
 impl Toolgate {
     pub async fn serve(policy: &Path, env: &[(&str, &str)], extra: &[&str]) -> Toolgate {
+        // The ports are picked free and then bound by the child: another test may take one
+        // in between. The child then exits, and a later connect could even reach that other
+        // listener, so both ports must answer while the child lives; otherwise new ports.
+        for _ in 0..5 {
+            if let Some(t) = Toolgate::try_serve(policy, env, extra).await {
+                return t;
+            }
+        }
+        panic!("toolgate did not start in 5 tries (ports taken?)");
+    }
+
+    async fn try_serve(policy: &Path, env: &[(&str, &str)], extra: &[&str]) -> Option<Toolgate> {
         let addr = format!("127.0.0.1:{}", free_port());
         let admin = format!("127.0.0.1:{}", free_port());
         let stderr = policy.with_extension(format!("{}.log", free_port()));
@@ -219,14 +231,22 @@ impl Toolgate {
             cmd.env(k, v);
         }
         let child = cmd.spawn().unwrap();
-        let t = Toolgate {
+        let mut t = Toolgate {
             child,
             addr,
             admin,
             stderr,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(&t.addr).await.is_err() {
+        loop {
+            if let Ok(Some(_)) = t.child.try_wait() {
+                return None;
+            }
+            let up = tokio::net::TcpStream::connect(&t.addr).await.is_ok()
+                && tokio::net::TcpStream::connect(&t.admin).await.is_ok();
+            if up && matches!(t.child.try_wait(), Ok(None)) {
+                return Some(t);
+            }
             assert!(
                 Instant::now() < deadline,
                 "toolgate did not start: {}",
@@ -234,7 +254,6 @@ impl Toolgate {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        t
     }
 
     pub fn log(&self) -> String {
