@@ -198,20 +198,21 @@ fn invoke(session: &str, tool: &str, args: &str) -> InvokeRequest {
     }
 }
 
+/// A tool server, toolgate in front of it, and an agent's client of toolgate.
+async fn setup(on_pause: &str, timeout: Duration) -> (Tools, Running, ToolServiceClient<Channel>) {
+    let tools = Tools::default();
+    let tg = proxy(&tool_server(tools.clone()).await, on_pause, timeout).await;
+    let a = agent(&tg).await;
+    (tools, tg, a)
+}
+
 fn action(d: &Option<toolgate::proto::Decision>) -> Action {
     d.as_ref().expect("a decision").action()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowed_redacted_and_blocked_calls() {
-    let tools = Tools::default();
-    let tg = proxy(
-        &tool_server(tools.clone()).await,
-        "return",
-        Duration::from_secs(10),
-    )
-    .await;
-    let mut a = agent(&tg).await;
+    let (tools, tg, mut a) = setup("return", Duration::from_secs(10)).await;
 
     // Allowed: forwarded as it came; the agent gets both decisions. The upstream sees the
     // caller's own metadata and deadline, never toolgate's.
@@ -311,14 +312,7 @@ async fn allowed_redacted_and_blocked_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_call_is_returned_then_resubmitted_with_its_approval() {
-    let tools = Tools::default();
-    let tg = proxy(
-        &tool_server(tools.clone()).await,
-        "return",
-        Duration::from_secs(10),
-    )
-    .await;
-    let mut a = agent(&tg).await;
+    let (tools, tg, mut a) = setup("return", Duration::from_secs(10)).await;
     // `delete_user` is critical in the default pack: it needs a human.
     let call = invoke("pr", "delete_user", r#"{"user_id": 42}"#);
     let r = a.invoke(call.clone()).await.unwrap().into_inner();
@@ -406,14 +400,7 @@ async fn resolve(tg: &Running, id: &str, approve: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_waits_for_the_human_and_the_callers_deadline() {
-    let tools = Tools::default();
-    let tg = proxy(
-        &tool_server(tools.clone()).await,
-        "hold",
-        Duration::from_secs(30),
-    )
-    .await;
-    let mut a = agent(&tg).await;
+    let (tools, tg, mut a) = setup("hold", Duration::from_secs(30)).await;
 
     // Approved while held: the same call goes on to the upstream.
     let mut a2 = a.clone();
@@ -540,14 +527,7 @@ async fn stream_all(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_result_is_judged_as_it_passes() {
-    let tools = Tools::default();
-    let tg = proxy(
-        &tool_server(tools.clone()).await,
-        "return",
-        Duration::from_secs(10),
-    )
-    .await;
-    let mut a = agent(&tg).await;
+    let (tools, tg, mut a) = setup("return", Duration::from_secs(10)).await;
 
     // A key split across two pieces never leaves whole or in part.
     let msgs = stream_all(
