@@ -265,9 +265,19 @@ impl Definitions {
             .hits
             .iter()
             .any(|h| h.policy_tags.iter().any(|t| t == "prompt-injection"));
-        if pattern.is_some() || injected {
-            let why = pattern
-                .unwrap_or_else(|| "the tool's definition reads as a prompt injection".to_string());
+        // Judged as a tool result, the text would not reach the model: a rule blocks it, or
+        // the scan ran out of budget in a pack that fails closed. A definition the server
+        // made too large to scan is then not listed unscanned.
+        let refused =
+            d.enforced && matches!(d.action, Action::Retry | Action::Pause | Action::Stop);
+        if pattern.is_some() || injected || refused {
+            let why = pattern.unwrap_or_else(|| {
+                if injected {
+                    "the tool's definition reads as a prompt injection".to_string()
+                } else {
+                    "the tool's definition would not pass as a tool result".to_string()
+                }
+            });
             let enforced = d.enforced;
             gate.record(event, d, call(policy), span);
             return match cfg.poisoned {

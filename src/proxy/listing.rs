@@ -87,17 +87,35 @@ impl McpProxy {
         Ok(r)
     }
 
-    /// Judges the listing in `msg` if it carries the answer; whether it changed.
+    /// Judges every tool list in `msg` (one reply, or each of a batch); whether it changed.
+    /// Every reply shaped like a listing is judged, not only the one whose id matches: a
+    /// client may match ids the proxy would not (`1` and `1e0`), and a listing must not
+    /// reach it unjudged on its id's spelling.
     fn judge_listing(&self, msg: &mut Value, l: &Listing) -> bool {
-        let Some(reply) = jsonrpc::find_reply_mut(msg, &l.id) else {
-            return false;
+        let items: Vec<&mut Value> = match msg {
+            Value::Array(items) => items.iter_mut().collect(),
+            one => vec![one],
         };
-        let Some(result) = reply.get_mut("result") else {
-            return false;
-        };
-        self.0
-            .definitions
-            .judge_list(&self.0.gate, result, &l.context, &l.policy, &l.parent)
+        let mut changed = false;
+        for item in items {
+            if !jsonrpc::is_reply(item) {
+                continue;
+            }
+            let Some(result) = item
+                .get_mut("result")
+                .filter(|r| r.get("tools").is_some_and(Value::is_array))
+            else {
+                continue;
+            };
+            changed |= self.0.definitions.judge_list(
+                &self.0.gate,
+                result,
+                &l.context,
+                &l.policy,
+                &l.parent,
+            );
+        }
+        changed
     }
 
     /// Relays a `tools/list` answer stream: the event with the answer is judged, the others
@@ -130,14 +148,14 @@ impl McpProxy {
                 };
                 for ev in events {
                     let mut out = ev.raw.clone();
-                    if !answered
-                        && let Some(mut msg) = ev
-                            .data
-                            .as_deref()
-                            .and_then(|d| serde_json::from_str::<Value>(d).ok())
-                        && jsonrpc::find_reply_mut(&mut msg, &l.id).is_some()
+                    // Every event is looked at, also after the answer: a second listing on
+                    // the same stream is judged like the first.
+                    if let Some(mut msg) = ev
+                        .data
+                        .as_deref()
+                        .and_then(|d| serde_json::from_str::<Value>(d).ok())
                     {
-                        answered = true;
+                        answered |= jsonrpc::find_reply_mut(&mut msg, &l.id).is_some();
                         if this.judge_listing(&mut msg, &l) {
                             out = sse::write_event(
                                 ev.id.as_deref(),
