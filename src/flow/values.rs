@@ -2,9 +2,11 @@
 //! hosts and file paths, found in text and normalized, then kept only as keyed hashes.
 
 use std::hash::{BuildHasher, Hasher};
+use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_automata::Input;
+use regex_automata::meta::Regex;
 
 /// What kind of destination a value is; part of its hash, so a number and a path that
 /// happen to print alike are different values.
@@ -124,73 +126,142 @@ static PATH: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Every value in `text`, in order of kind then position. `limit` bounds how many are
 /// returned; the second value says whether more were there.
+///
+/// Each pattern runs only over the stretches of text a match of it can lie in: the run of
+/// its characters around an anchor every match contains (`@` for an email, `://` or
+/// `www.` for a URL, a digit for an IBAN or a number, a slash for a path). Ordinary prose
+/// has few anchors, so the patterns read a small part of it; the matches are the same as
+/// over the whole text, because the runs are cut only at bytes no match can contain and
+/// the search keeps the surrounding text as context for `\b` and `^`.
 pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
-    let start = out.len();
-    let full = |out: &Vec<Value>| out.len() - start >= limit;
+    extract_in(text, limit, out, Reading::Runs)
+}
+
+/// How `extract_in` picks the text each pattern reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Reading {
+    /// Only the runs around anchors (what `extract` does).
+    Runs,
+    /// The whole text; the reference the runs must agree with.
+    #[cfg(test)]
+    Whole,
+}
+
+fn extract_in(text: &str, limit: usize, out: &mut Vec<Value>, reading: Reading) -> bool {
     let bytes = text.as_bytes();
-    if memchr::memchr(b'@', bytes).is_some() {
-        for m in EMAIL.find_iter(text) {
-            if full(out) {
-                return true;
+    let region =
+        |anchors: &mut dyn Iterator<Item = usize>, inside: fn(u8) -> bool, lead| match reading {
+            Reading::Runs => runs(bytes, anchors, inside, lead),
+            #[cfg(test)]
+            Reading::Whole => vec![0..bytes.len()],
+        };
+    let digits = digit_runs(bytes);
+    let passes: [(&Regex, Vec<Range<usize>>, fn(&str) -> Option<Value>); 5] = [
+        (
+            &EMAIL,
+            region(&mut memchr::memchr_iter(b'@', bytes), is_email_byte, 0),
+            |s| Some(email(s)),
+        ),
+        (
+            &URL_HOST,
+            region(&mut url_anchors(bytes), is_url_byte, 0),
+            |s| {
+                let after_scheme = s.find("://").map_or(s, |i| &s[i + 3..]);
+                let h = after_scheme
+                    .rsplit_once('@')
+                    .map_or(after_scheme, |(_, h)| h);
+                Some(host(h))
+            },
+        ),
+        (
+            &IBAN,
+            region(&mut digits.iter().copied(), is_iban_byte, 0),
+            |s| {
+                Some(Value {
+                    kind: ValueKind::Iban,
+                    text: compact(s),
+                })
+            },
+        ),
+        (
+            &NUMBER,
+            region(&mut digits.iter().copied(), is_number_byte, 0),
+            |s| {
+                let digits = compact(s);
+                let n = digits.bytes().filter(u8::is_ascii_digit).count();
+                let account =
+                    (MIN_NUMBER_DIGITS..=MAX_NUMBER_DIGITS).contains(&n) && !looks_like_date(s);
+                account.then(|| number(&digits))
+            },
+        ),
+        (
+            // A path's first byte may be the delimiter before it (a space, a quote, `(`, `=`).
+            &PATH,
+            region(
+                &mut memchr::memchr2_iter(b'/', b'\\', bytes),
+                is_path_byte,
+                1,
+            ),
+            |s| {
+                let p = s.trim_start_matches(|c: char| c.is_whitespace() || "'`(=\"".contains(c));
+                Some(Value {
+                    kind: ValueKind::Path,
+                    text: p.trim_end_matches(['.', ',']).to_string(),
+                })
+            },
+        ),
+    ];
+    let start = out.len();
+    for (re, runs, value) in passes {
+        for run in runs {
+            for m in re.find_iter(Input::new(text).range(run)) {
+                let Some(v) = value(&text[m.range()]) else {
+                    continue;
+                };
+                if out.len() - start >= limit {
+                    return true;
+                }
+                out.push(v);
             }
-            out.push(email(m.as_str()));
-        }
-    }
-    if memchr::memmem::find(bytes, b"://").is_some()
-        || memchr::memmem::find(bytes, b"www.").is_some()
-    {
-        for m in URL_HOST.find_iter(text) {
-            if full(out) {
-                return true;
-            }
-            let s = m.as_str();
-            let after_scheme = s.find("://").map_or(s, |i| &s[i + 3..]);
-            let h = after_scheme
-                .rsplit_once('@')
-                .map_or(after_scheme, |(_, h)| h);
-            out.push(host(h));
-        }
-    }
-    if bytes.iter().any(u8::is_ascii_digit) {
-        for m in IBAN.find_iter(text) {
-            if full(out) {
-                return true;
-            }
-            out.push(Value {
-                kind: ValueKind::Iban,
-                text: compact(m.as_str()),
-            });
-        }
-        for m in NUMBER.find_iter(text) {
-            let digits = compact(m.as_str());
-            let n = digits.bytes().filter(u8::is_ascii_digit).count();
-            if !(MIN_NUMBER_DIGITS..=MAX_NUMBER_DIGITS).contains(&n) || looks_like_date(m.as_str())
-            {
-                continue;
-            }
-            if full(out) {
-                return true;
-            }
-            out.push(number(&digits));
-        }
-    }
-    if memchr::memchr2(b'/', b'\\', bytes).is_some() {
-        for m in PATH.find_iter(text) {
-            if full(out) {
-                return true;
-            }
-            let p = m
-                .as_str()
-                .trim_start_matches(|c: char| c.is_whitespace() || "'`(=\"".contains(c));
-            out.push(Value {
-                kind: ValueKind::Path,
-                text: p.trim_end_matches(['.', ',']).to_string(),
-            });
         }
     }
     false
 }
 
+/// The maximal runs of bytes for which `inside` holds that contain an anchor, widened by
+/// `lead` bytes on the left, in order and disjoint. Runs end only at ASCII bytes, so they
+/// fall on character boundaries.
+fn runs(
+    bytes: &[u8],
+    anchors: &mut dyn Iterator<Item = usize>,
+    inside: fn(u8) -> bool,
+    lead: usize,
+) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut covered = 0;
+    for a in anchors {
+        if a < covered {
+            continue;
+        }
+        let mut lo = a;
+        while lo > 0 && inside(bytes[lo - 1]) {
+            lo -= 1;
+        }
+        // INVARIANT: every `inside` takes all non-ASCII bytes or none, and a run stops at an
+        // ASCII byte, so the lead byte is ASCII.
+        let lo = lo.saturating_sub(lead);
+        let mut hi = a + 1;
+        while hi < bytes.len() && inside(bytes[hi]) {
+            hi += 1;
+        }
+        covered = hi;
+        match out.last_mut() {
+            Some(last) if lo <= last.end => last.end = hi,
+            _ => out.push(lo..hi),
+        }
+    }
+    out
+}
 /// The values a destination argument names; a value naming none of the known kinds is
 /// kept whole as a name, so `#general` or `Fred` can still be allowed or traced.
 pub fn destination(text: &str, limit: usize) -> Vec<Value> {
@@ -203,7 +274,7 @@ pub fn destination(text: &str, limit: usize) -> Vec<Value> {
         for m in IBAN.find_iter(&upper).take(limit.saturating_sub(out.len())) {
             let v = Value {
                 kind: ValueKind::Iban,
-                text: compact(m.as_str()),
+                text: compact(&upper[m.range()]),
             };
             if !out.contains(&v) {
                 out.push(v);
@@ -236,6 +307,69 @@ pub fn name(text: &str) -> Option<Value> {
 /// `Mark@Example.com` in a pack allows `mark@example.com` in a call.
 pub fn normalize_pattern(s: &str) -> String {
     s.trim().to_lowercase()
+}
+
+fn is_email_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-' | b'@')
+}
+
+fn is_url_byte(b: u8) -> bool {
+    !b.is_ascii_whitespace()
+}
+
+fn is_iban_byte(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' '
+}
+
+fn is_number_byte(b: u8) -> bool {
+    b.is_ascii_digit() || matches!(b, b' ' | b'(' | b')' | b'.' | b'-' | b'+')
+}
+
+/// Bytes a path can hold: word characters (any non-ASCII byte, as `\w` reads Unicode),
+/// the punctuation of both path forms, and the space a Windows path may contain.
+fn is_path_byte(b: u8) -> bool {
+    !b.is_ascii()
+        || b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'_' | b'.' | b'@' | b'%' | b'+' | b'-' | b'/' | b'~' | b'\\' | b':' | b' '
+        )
+}
+
+/// Where `://` and `www.` (in any case) start, in order: every URL match holds one.
+fn url_anchors(bytes: &[u8]) -> std::vec::IntoIter<usize> {
+    let mut at: Vec<usize> = memchr::memmem::find_iter(bytes, b"://").collect();
+    let www = memchr::memchr_iter(b'.', bytes)
+        .filter(|&dot| dot >= 3 && bytes[dot - 3..dot].eq_ignore_ascii_case(b"www"))
+        .map(|dot| dot - 3);
+    let scheme_only = at.len();
+    at.extend(www);
+    if scheme_only > 0 && at.len() > scheme_only {
+        at.sort_unstable();
+    }
+    at.into_iter()
+}
+
+/// The first byte of every run of ASCII digits. Blocks without a digit are passed over
+/// whole (a compare the compiler vectorizes), so prose costs little.
+fn digit_runs(bytes: &[u8]) -> Vec<usize> {
+    const BLOCK: usize = 32;
+    let mut out = Vec::new();
+    let mut prev_digit = false;
+    for (i, block) in bytes.chunks(BLOCK).enumerate() {
+        if !block.iter().fold(false, |any, b| any | b.is_ascii_digit()) {
+            prev_digit = false;
+            continue;
+        }
+        for (j, b) in block.iter().enumerate() {
+            let digit = b.is_ascii_digit();
+            if digit && !prev_digit {
+                out.push(i * BLOCK + j);
+            }
+            prev_digit = digit;
+        }
+    }
+    out
 }
 
 fn email(s: &str) -> Value {
@@ -279,6 +413,7 @@ fn looks_like_date(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn all(text: &str) -> Vec<(ValueKind, String)> {
         let mut out = Vec::new();
@@ -357,6 +492,68 @@ mod tests {
         let mut out = Vec::new();
         assert!(extract(&text, 5, &mut out));
         assert_eq!(out.len(), 5);
+    }
+
+    /// Texts built from pieces of every kind, their near misses, and the bytes that end
+    /// or extend a run (spaces, quotes, Unicode letters and spaces, slashes, digits).
+    fn texts() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("mark.x@example.com".to_string()),
+            Just("a@b".to_string()),
+            Just("@@x.io".to_string()),
+            Just("https://user:pw@Evil-Site.io/a?b=c".to_string()),
+            Just("WWW.Example.ORG".to_string()),
+            Just("xwww.a.b".to_string()),
+            Just("ftp://".to_string()),
+            Just("US13 3000 0001 2121 2121 2121 2".to_string()),
+            Just("GB82WEST12345698765432".to_string()),
+            Just("+1 (555) 010-9999".to_string()),
+            Just("2024-05-13".to_string()),
+            Just("1,250.00".to_string()),
+            Just("/home/user/.ssh/id_rsa".to_string()),
+            Just("~/x/y".to_string()),
+            Just("../a/b".to_string()),
+            Just("C:\\Program Files\\app".to_string()),
+            Just("//".to_string()),
+            Just("é/ü/ß".to_string()),
+            "[a-zA-Z0-9@./:\\\\~()+%'\"=_ -]{1,12}",
+        ];
+        let sep = prop_oneof![
+            Just(" "),
+            Just(""),
+            Just("\n"),
+            Just("\u{a0}"),
+            Just("\u{3000}"),
+            Just("é"),
+            Just(","),
+            Just("\""),
+            Just("("),
+            Just("="),
+            Just("\t"),
+        ];
+        prop::collection::vec((piece, sep), 0..24)
+            .prop_map(|parts| parts.into_iter().map(|(p, s)| p + s).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn reading_runs_finds_what_reading_the_whole_text_finds(text in texts(), limit in 1usize..40) {
+            let (mut runs, mut whole) = (Vec::new(), Vec::new());
+            let more_runs = extract_in(&text, limit, &mut runs, Reading::Runs);
+            let more_whole = extract_in(&text, limit, &mut whole, Reading::Whole);
+            prop_assert_eq!(runs, whole);
+            prop_assert_eq!(more_runs, more_whole);
+        }
+    }
+
+    #[test]
+    fn digit_runs_start_where_digits_follow_other_bytes() {
+        let mut text = "a".repeat(40);
+        text.push_str("12x3");
+        text.push_str(&"4".repeat(40));
+        assert_eq!(digit_runs(text.as_bytes()), vec![40, 43]);
+        assert!(digit_runs(b"no digits here").is_empty());
     }
 
     #[test]
