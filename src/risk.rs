@@ -4,11 +4,12 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
+use regex_automata::Input;
 
 use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
 use crate::event::{Field, FieldKind};
 use crate::rules::fast::CompiledRule;
-use crate::text::head;
+use crate::text::{head, runs_around};
 
 const MAX_RESOURCES: usize = 10;
 /// Bytes of each argument read for resources.
@@ -16,14 +17,15 @@ const RESOURCE_SCAN_BYTES: usize = 16 * 1024;
 
 // INVARIANT: these patterns are constants checked by the unit tests below.
 #[allow(clippy::expect_used)]
-static URL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:https?|ftp|s3|gs)://[^\s"'<>`|;]+"#).expect("url regex")
+static URL: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| {
+    regex_automata::meta::Regex::new(r#"(?i)\b(?:https?|ftp|s3|gs)://[^\s"'<>`|;]+"#)
+        .expect("url regex")
 });
 #[allow(clippy::expect_used)]
-static PATH: LazyLock<Regex> = LazyLock::new(|| {
+static PATH: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| {
     // One optional delimiter, then the path: found with `find_iter` (no capture groups, so
     // the fast engine does all the work) and the delimiter trimmed off in code.
-    Regex::new(r#"(?:^|[\s"'=(>])(?:(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+*-]*)*|/|[A-Za-z]:\\(?:[\w .-]+\\?)*)"#)
+    regex_automata::meta::Regex::new(r#"(?:^|[\s"'=(>])(?:(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+*-]*)*|/|[A-Za-z]:\\(?:[\w .-]+\\?)*)"#)
         .expect("path regex")
 });
 /// Tables (group 1 or 2) and dropped databases or schemas (group 3 the kind, 4 the name)
@@ -147,6 +149,18 @@ pub fn assess(
     }
 }
 
+/// Bytes a path match can hold besides its delimiter: word characters (any non-ASCII byte,
+/// as `\w` reads Unicode), the punctuation of both path forms, and the space a Windows path
+/// may contain.
+fn is_path_byte(b: u8) -> bool {
+    !b.is_ascii()
+        || b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'_' | b'.' | b'@' | b'%' | b'+' | b'-' | b'*' | b'/' | b'~' | b'\\' | b':' | b' '
+        )
+}
+
 /// `file:`, `url:`, `table:`, `database:` and `schema:` resources named in the arguments, at
 /// most 10, in first-seen order.
 pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
@@ -188,17 +202,23 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         {
             break;
         }
+        // Both patterns read only the runs of text around what every match holds (`://`, a
+        // slash), keeping the rest as context for `\b` and `^`.
+        let bytes = text.as_bytes();
         let mut url_ranges = Vec::new();
-        for m in URL.find_iter(text) {
-            url_ranges.push(m.range());
-            if push(&mut out, format!("url:{}", m.as_str())) {
-                return out;
+        let schemes = &mut memchr::memmem::find_iter(bytes, b"://");
+        for run in runs_around(bytes, schemes, |b| !b.is_ascii_whitespace(), 0) {
+            for m in URL.find_iter(Input::new(text).range(run)) {
+                url_ranges.push(m.range());
+                if push(&mut out, format!("url:{}", &text[m.range()])) {
+                    return out;
+                }
             }
         }
-        // The path regex has no literal to skip ahead on; most fields have no separator.
-        if memchr::memchr2(b'/', b'\\', text.as_bytes()).is_some() {
-            for m in PATH.find_iter(text) {
-                let found = m.as_str();
+        let slashes = &mut memchr::memchr2_iter(b'/', b'\\', bytes);
+        for run in runs_around(bytes, slashes, is_path_byte, 1) {
+            for m in PATH.find_iter(Input::new(text).range(run)) {
+                let found = &text[m.range()];
                 let path = found.trim_start_matches(|c: char| {
                     c.is_whitespace() || matches!(c, '"' | '\'' | '=' | '(' | '>')
                 });
@@ -271,7 +291,66 @@ fn dropdb_target(args: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::event::{Context, Event, EventKind};
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Commands and prose built from paths, URLs and their near misses, joined by the bytes
+    /// that end a run or open a path (quotes, `=`, `>`, Unicode letters and spaces).
+    fn commands() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("rm -rf /".to_string()),
+            Just("/etc/passwd".to_string()),
+            Just("~/x/*.log".to_string()),
+            Just("../a/b".to_string()),
+            Just("C:\\Program Files\\app\\".to_string()),
+            Just("https://Example.com/a?b=c".to_string()),
+            Just("S3://bucket/key".to_string()),
+            Just("xhttp://no".to_string()),
+            Just("total / count".to_string()),
+            Just("é/ü".to_string()),
+            "[a-zA-Z0-9./:\\\\~*'\"=>(_ -]{1,10}",
+        ];
+        let sep = prop_oneof![
+            Just(" "),
+            Just(""),
+            Just("\n"),
+            Just("\u{a0}"),
+            Just("é"),
+            Just(";"),
+            Just("\""),
+            Just(">"),
+            Just("="),
+        ];
+        prop::collection::vec((piece, sep), 0..16)
+            .prop_map(|parts| parts.into_iter().map(|(p, s)| p + s).collect())
+    }
+
+    fn in_runs(
+        re: &regex_automata::meta::Regex,
+        text: &str,
+        runs: Vec<std::ops::Range<usize>>,
+    ) -> Vec<std::ops::Range<usize>> {
+        runs.into_iter()
+            .flat_map(|r| re.find_iter(Input::new(text).range(r)).map(|m| m.range()))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn reading_runs_finds_every_url_and_path_the_whole_text_holds(text in commands()) {
+            let b = text.as_bytes();
+            let whole = |re: &regex_automata::meta::Regex| -> Vec<_> {
+                re.find_iter(text.as_str()).map(|m| m.range()).collect()
+            };
+            let schemes = &mut memchr::memmem::find_iter(b, b"://");
+            let urls = in_runs(&URL, &text, runs_around(b, schemes, |c| !c.is_ascii_whitespace(), 0));
+            prop_assert_eq!(urls, whole(&URL));
+            let slashes = &mut memchr::memchr2_iter(b'/', b'\\', b);
+            let paths = in_runs(&PATH, &text, runs_around(b, slashes, is_path_byte, 1));
+            prop_assert_eq!(paths, whole(&PATH));
+        }
+    }
 
     fn fields_of(args: serde_json::Value) -> Vec<String> {
         let mut e = Event::new(EventKind::ToolCallStart, Context::default());

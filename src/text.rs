@@ -1,4 +1,7 @@
-//! Small text helpers shared across the crate: bounded prefixes, lowercase hex ids.
+//! Small text helpers shared across the crate: bounded prefixes, lowercase hex ids, the
+//! runs of text a pattern can match in.
+
+use std::ops::Range;
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
 pub fn head(s: &str, max: usize) -> &str {
@@ -10,6 +13,42 @@ pub fn head(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// The maximal runs of `bytes` for which `inside` holds that contain an anchor, widened by
+/// `lead` bytes on the left, in order and disjoint: where a pattern whose matches hold only
+/// such bytes (and an anchor) can match, so it need not read the rest. Runs end only at
+/// ASCII bytes, so they fall on character boundaries.
+pub fn runs_around(
+    bytes: &[u8],
+    anchors: &mut dyn Iterator<Item = usize>,
+    inside: fn(u8) -> bool,
+    lead: usize,
+) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut covered = 0;
+    for a in anchors {
+        if a < covered {
+            continue;
+        }
+        let mut lo = a;
+        while lo > 0 && inside(bytes[lo - 1]) {
+            lo -= 1;
+        }
+        // INVARIANT: `inside` must take all non-ASCII bytes or none; then a run stops at an
+        // ASCII byte, and the lead byte is ASCII.
+        let lo = lo.saturating_sub(lead);
+        let mut hi = a + 1;
+        while hi < bytes.len() && inside(bytes[hi]) {
+            hi += 1;
+        }
+        covered = hi;
+        match out.last_mut() {
+            Some(last) if lo <= last.end => last.end = hi,
+            _ => out.push(lo..hi),
+        }
+    }
+    out
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

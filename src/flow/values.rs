@@ -151,7 +151,7 @@ fn extract_in(text: &str, limit: usize, out: &mut Vec<Value>, reading: Reading) 
     let bytes = text.as_bytes();
     let region =
         |anchors: &mut dyn Iterator<Item = usize>, inside: fn(u8) -> bool, lead| match reading {
-            Reading::Runs => runs(bytes, anchors, inside, lead),
+            Reading::Runs => crate::text::runs_around(bytes, anchors, inside, lead),
             #[cfg(test)]
             Reading::Whole => vec![0..bytes.len()],
         };
@@ -228,40 +228,6 @@ fn extract_in(text: &str, limit: usize, out: &mut Vec<Value>, reading: Reading) 
     false
 }
 
-/// The maximal runs of bytes for which `inside` holds that contain an anchor, widened by
-/// `lead` bytes on the left, in order and disjoint. Runs end only at ASCII bytes, so they
-/// fall on character boundaries.
-fn runs(
-    bytes: &[u8],
-    anchors: &mut dyn Iterator<Item = usize>,
-    inside: fn(u8) -> bool,
-    lead: usize,
-) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = Vec::new();
-    let mut covered = 0;
-    for a in anchors {
-        if a < covered {
-            continue;
-        }
-        let mut lo = a;
-        while lo > 0 && inside(bytes[lo - 1]) {
-            lo -= 1;
-        }
-        // INVARIANT: every `inside` takes all non-ASCII bytes or none, and a run stops at an
-        // ASCII byte, so the lead byte is ASCII.
-        let lo = lo.saturating_sub(lead);
-        let mut hi = a + 1;
-        while hi < bytes.len() && inside(bytes[hi]) {
-            hi += 1;
-        }
-        covered = hi;
-        match out.last_mut() {
-            Some(last) if lo <= last.end => last.end = hi,
-            _ => out.push(lo..hi),
-        }
-    }
-    out
-}
 /// The values a destination argument names; a value naming none of the known kinds is
 /// kept whole as a name, so `#general` or `Fred` can still be allowed or traced.
 pub fn destination(text: &str, limit: usize) -> Vec<Value> {
@@ -350,26 +316,45 @@ fn url_anchors(bytes: &[u8]) -> std::vec::IntoIter<usize> {
     at.into_iter()
 }
 
-/// The first byte of every run of ASCII digits. Blocks without a digit are passed over
-/// whole (a compare the compiler vectorizes), so prose costs little.
+/// The first byte of every run of ASCII digits. Eight bytes are tested at once and words
+/// without a digit are passed over whole, so prose costs little.
 fn digit_runs(bytes: &[u8]) -> Vec<usize> {
-    const BLOCK: usize = 32;
     let mut out = Vec::new();
     let mut prev_digit = false;
-    for (i, block) in bytes.chunks(BLOCK).enumerate() {
-        if !block.iter().fold(false, |any, b| any | b.is_ascii_digit()) {
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        if !has_digit(u64::from_le_bytes(w)) {
             prev_digit = false;
-            continue;
+        } else {
+            digit_starts(word, at, &mut prev_digit, &mut out);
         }
-        for (j, b) in block.iter().enumerate() {
-            let digit = b.is_ascii_digit();
-            if digit && !prev_digit {
-                out.push(i * BLOCK + j);
-            }
-            prev_digit = digit;
-        }
+        at += 8;
     }
+    digit_starts(words.remainder(), at, &mut prev_digit, &mut out);
     out
+}
+
+fn digit_starts(bytes: &[u8], base: usize, prev_digit: &mut bool, out: &mut Vec<usize>) {
+    for (j, b) in bytes.iter().enumerate() {
+        let digit = b.is_ascii_digit();
+        if digit && !*prev_digit {
+            out.push(base + j);
+        }
+        *prev_digit = digit;
+    }
+}
+
+/// Whether any byte of `x` is an ASCII digit: XOR with `0` maps exactly the digits to
+/// 0..=9, and the classic has-a-byte-below-n test answers for all eight at once (a borrow
+/// can only spread from a byte that is below n, so the answer is exact).
+fn has_digit(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let y = x ^ (ONES * u64::from(b'0'));
+    y.wrapping_sub(ONES * 10) & !y & HIGH != 0
 }
 
 fn email(s: &str) -> Value {
@@ -554,6 +539,18 @@ mod tests {
         text.push_str(&"4".repeat(40));
         assert_eq!(digit_runs(text.as_bytes()), vec![40, 43]);
         assert!(digit_runs(b"no digits here").is_empty());
+        // Every byte value, alone in a word among letters and among bytes above 0x7f.
+        for b in 0..=255u8 {
+            for fill in [b'a', 0xff] {
+                let mut w = [fill; 8];
+                w[3] = b;
+                assert_eq!(
+                    has_digit(u64::from_le_bytes(w)),
+                    b.is_ascii_digit(),
+                    "{b:#x}"
+                );
+            }
+        }
     }
 
     #[test]
