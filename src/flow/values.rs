@@ -147,16 +147,19 @@ enum Reading {
     Whole,
 }
 
+/// One pattern, the runs of text it reads, and how a match becomes a value (`None`: not one).
+type Pass<'a> = (&'a Regex, Vec<Range<usize>>, fn(&str) -> Option<Value>);
+
 fn extract_in(text: &str, limit: usize, out: &mut Vec<Value>, reading: Reading) -> bool {
     let bytes = text.as_bytes();
     let region =
         |anchors: &mut dyn Iterator<Item = usize>, inside: fn(u8) -> bool, lead| match reading {
             Reading::Runs => crate::text::runs_around(bytes, anchors, inside, lead),
             #[cfg(test)]
-            Reading::Whole => vec![0..bytes.len()],
+            Reading::Whole => std::iter::once(0..bytes.len()).collect(),
         };
     let digits = digit_runs(bytes);
-    let passes: [(&Regex, Vec<Range<usize>>, fn(&str) -> Option<Value>); 5] = [
+    let passes: [Pass; 5] = [
         (
             &EMAIL,
             region(&mut memchr::memchr_iter(b'@', bytes), is_email_byte, 0),
