@@ -9,7 +9,7 @@ use regex_automata::Input;
 use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
 use crate::event::{Field, FieldKind};
 use crate::rules::fast::CompiledRule;
-use crate::text::{head, runs_around};
+use crate::text::{head, is_path_byte, is_url_byte, runs_around};
 
 const MAX_RESOURCES: usize = 10;
 /// Bytes of each argument read for resources.
@@ -149,18 +149,6 @@ pub fn assess(
     }
 }
 
-/// Bytes a path match can hold besides its delimiter: word characters (any non-ASCII byte,
-/// as `\w` reads Unicode), the punctuation of both path forms, and the space a Windows path
-/// may contain.
-fn is_path_byte(b: u8) -> bool {
-    !b.is_ascii()
-        || b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'_' | b'.' | b'@' | b'%' | b'+' | b'-' | b'*' | b'/' | b'~' | b'\\' | b':' | b' '
-        )
-}
-
 /// `file:`, `url:`, `table:`, `database:` and `schema:` resources named in the arguments, at
 /// most 10, in first-seen order.
 pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
@@ -207,7 +195,7 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         let bytes = text.as_bytes();
         let mut url_ranges = Vec::new();
         let schemes = &mut memchr::memmem::find_iter(bytes, b"://");
-        for run in runs_around(bytes, schemes, |b| !b.is_ascii_whitespace(), 0) {
+        for run in runs_around(bytes, schemes, is_url_byte, 0) {
             for m in URL.find_iter(Input::new(text).range(run)) {
                 url_ranges.push(m.range());
                 if push(&mut out, format!("url:{}", &text[m.range()])) {
@@ -344,7 +332,7 @@ mod tests {
                 re.find_iter(text.as_str()).map(|m| m.range()).collect()
             };
             let schemes = &mut memchr::memmem::find_iter(b, b"://");
-            let urls = in_runs(&URL, &text, runs_around(b, schemes, |c| !c.is_ascii_whitespace(), 0));
+            let urls = in_runs(&URL, &text, runs_around(b, schemes, is_url_byte, 0));
             prop_assert_eq!(urls, whole(&URL));
             let slashes = &mut memchr::memchr2_iter(b'/', b'\\', b);
             let paths = in_runs(&PATH, &text, runs_around(b, slashes, is_path_byte, 1));

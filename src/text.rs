@@ -51,6 +51,25 @@ pub fn runs_around(
     out
 }
 
+/// Bytes a URL can hold: anything but ASCII whitespace (a superset, so a run of them holds
+/// every match).
+pub fn is_url_byte(b: u8) -> bool {
+    !b.is_ascii_whitespace()
+}
+
+/// Bytes a file path can hold besides the delimiter before it: word characters (any
+/// non-ASCII byte, as `\w` reads Unicode), the punctuation of Unix and Windows paths and
+/// globs, and the space a Windows path may contain. Both path patterns (flow values, risk
+/// resources) hold only these, so a run of them around a slash holds every match.
+pub fn is_path_byte(b: u8) -> bool {
+    !b.is_ascii()
+        || b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'_' | b'.' | b'@' | b'%' | b'+' | b'-' | b'*' | b'/' | b'~' | b'\\' | b':' | b' '
+        )
+}
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Lowercase hex from a table: a trace id is written on every traced call, and the

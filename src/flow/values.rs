@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 use regex_automata::Input;
 use regex_automata::meta::Regex;
 
+use crate::text::{is_path_byte, is_url_byte};
+
 /// What kind of destination a value is; part of its hash, so a number and a path that
 /// happen to print alike are different values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -138,7 +140,7 @@ pub fn extract(text: &str, limit: usize, out: &mut Vec<Value>) -> bool {
 }
 
 /// How `extract_in` picks the text each pattern reads.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Reading {
     /// Only the runs around anchors (what `extract` does).
     Runs,
@@ -282,27 +284,12 @@ fn is_email_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-' | b'@')
 }
 
-fn is_url_byte(b: u8) -> bool {
-    !b.is_ascii_whitespace()
-}
-
 fn is_iban_byte(b: u8) -> bool {
     b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' '
 }
 
 fn is_number_byte(b: u8) -> bool {
     b.is_ascii_digit() || matches!(b, b' ' | b'(' | b')' | b'.' | b'-' | b'+')
-}
-
-/// Bytes a path can hold: word characters (any non-ASCII byte, as `\w` reads Unicode),
-/// the punctuation of both path forms, and the space a Windows path may contain.
-fn is_path_byte(b: u8) -> bool {
-    !b.is_ascii()
-        || b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'_' | b'.' | b'@' | b'%' | b'+' | b'-' | b'/' | b'~' | b'\\' | b':' | b' '
-        )
 }
 
 /// Where `://` and `www.` (in any case) start, in order: every URL match holds one.
