@@ -31,6 +31,7 @@ use crate::telemetry::Telemetry;
 use crate::telemetry::admin::{self, AdminState};
 use crate::telemetry::log::{self, DecisionLog, Sink};
 use crate::telemetry::trace::{TraceConfig, Tracing};
+use crate::tls::{Reloading, TlsFiles, TlsIncoming};
 
 /// Bad configuration or input: the process exits 64 (EX_USAGE-style) rather than 1.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +68,18 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             upstream,
             upstream_timeout_s,
             upstream_ca,
+            tls_cert,
+            tls_key,
+            client_ca,
         } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(TlsFiles {
+                    cert,
+                    key,
+                    client_ca,
+                }),
+                _ => None,
+            };
             let upstream = match upstream {
                 None => None,
                 Some(url) => Some(ToolUpstream {
@@ -163,6 +175,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
                     unix,
                     review,
                     upstream,
+                    tls,
+                    tls_poll: crate::tls::CERT_POLL,
                     mode: match mode.as_deref() {
                         None => None,
                         Some("enforce") => Some(Mode::Enforce),
@@ -330,12 +344,22 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             }
             Ok(Exit::Ok)
         }
-        Command::Pauses { server, action } => {
+        Command::Pauses {
+            server,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            action,
+        } => {
+            let tls = PausesTls {
+                ca: tls_ca,
+                identity: tls_cert.zip(tls_key),
+            };
             let tokio = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
-            tokio.block_on(pauses(&server, action))?;
+            tokio.block_on(pauses(&server, &tls, action))?;
             Ok(Exit::Ok)
         }
         Command::Rules => {
@@ -364,13 +388,42 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
+/// How `toolgate pauses` speaks TLS: the server's CA, and a client certificate for mTLS.
+struct PausesTls {
+    ca: Option<PathBuf>,
+    identity: Option<(PathBuf, PathBuf)>,
+}
+
 /// `toolgate pauses …` against a running server.
-async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
+async fn pauses(server: &str, tls: &PausesTls, action: PauseCommand) -> anyhow::Result<()> {
     use crate::proto::guard_service_client::GuardServiceClient;
     use crate::proto::{ListPausesRequest, PauseState, Resolution, ResolvePauseRequest};
-    let mut client = GuardServiceClient::connect(server.to_string())
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+    let read = |flag: &str, p: &PathBuf| {
+        std::fs::read(p).map_err(|e| UsageError(format!("{flag} {}: {e}", p.display())))
+    };
+    let mut endpoint = Endpoint::from_shared(server.to_string())
+        .map_err(|e| UsageError(format!("--server `{server}`: {e}")))?;
+    if server.starts_with("https://") {
+        let mut cfg = ClientTlsConfig::new().with_webpki_roots();
+        if let Some(ca) = &tls.ca {
+            cfg = cfg.ca_certificate(Certificate::from_pem(read("--tls-ca", ca)?));
+        }
+        if let Some((cert, key)) = &tls.identity {
+            cfg = cfg.identity(Identity::from_pem(
+                read("--tls-cert", cert)?,
+                read("--tls-key", key)?,
+            ));
+        }
+        endpoint = endpoint
+            .tls_config(cfg)
+            .map_err(|e| UsageError(format!("--tls-ca/--tls-cert/--tls-key: {e}")))?;
+    }
+    let channel = endpoint
+        .connect()
         .await
         .map_err(|e| UsageError(format!("--server `{server}`: cannot connect: {e}")))?;
+    let mut client = GuardServiceClient::new(channel);
     let who = |a: Option<String>| {
         a.or_else(|| std::env::var("USER").ok())
             .filter(|a| !a.trim().is_empty())
@@ -397,9 +450,9 @@ async fn pauses(server: &str, action: PauseCommand) -> anyhow::Result<()> {
     let (pause_id, resolution, approver, note) = match action {
         PauseCommand::List { session } => {
             let r = client
-                .list_pauses(ListPausesRequest {
+                .list_pauses(with_token(ListPausesRequest {
                     session_id: session.unwrap_or_default(),
-                })
+                })?)
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -589,6 +642,11 @@ pub struct ServeOptions {
     pub review: Option<ReviewListen>,
     /// The gRPC tool server to forward ToolService calls to; `None` serves no ToolService.
     pub upstream: Option<ToolUpstream>,
+    /// TLS (mTLS with a client CA) on the gRPC, MCP proxy and review listeners, and on an
+    /// admin listener off loopback; `None`: plaintext, and admin on loopback only.
+    pub tls: Option<TlsFiles>,
+    /// How often the TLS files are checked for a change.
+    pub tls_poll: std::time::Duration,
 }
 
 /// Where the safety-review API listens, and how long a review may take.
@@ -679,19 +737,36 @@ impl Running {
 fn serve_http(
     listener: TcpListener,
     app: axum::Router,
-    mut stop: watch::Receiver<bool>,
+    tls: Option<Reloading>,
+    stop: watch::Receiver<bool>,
     what: &'static str,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        // As for gRPC: no answer waits for the peer's delayed ACK.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await;
+        let mut until = stop.clone();
+        let stopping = async move {
+            let _ = until.wait_for(|s| *s).await;
+        };
+        let served = match tls {
+            // Over TLS each request carries the connection's peer (its verified identity).
+            Some(tls) => {
+                let incoming = TlsIncoming::new(listener, tls, stop);
+                axum::serve(
+                    incoming,
+                    app.into_make_service_with_connect_info::<crate::tls::Peer>(),
+                )
+                .with_graceful_shutdown(stopping)
+                .await
+            }
+            None => {
+                // As for gRPC: no answer waits for the peer's delayed ACK.
+                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopping)
+                    .await
+            }
+        };
         if let Err(e) = served {
             tracing::error!(error = %e, "{what} failed");
         }
@@ -741,6 +816,37 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     let tenants_cfg = policy.tenants.clone();
     let store = Arc::new(PolicyStore::new(policy));
     let (shutdown, shutdown_rx) = watch::channel(false);
+    // One watcher per protocol: gRPC offers only h2, the HTTP listeners h2 and http/1.1.
+    let (grpc_tls, http_tls) = match &opts.tls {
+        Some(files) => {
+            let load = |alpn, what| {
+                Reloading::start(
+                    files.clone(),
+                    alpn,
+                    opts.tls_poll,
+                    shutdown_rx.clone(),
+                    what,
+                )
+                .map_err(|e| UsageError(format!("--tls-cert/--tls-key/--client-ca: {e}")))
+            };
+            (
+                Some(load(crate::tls::ALPN_H2, "grpc")?),
+                Some(load(crate::tls::ALPN_HTTP, "http")?),
+            )
+        }
+        None => (None, None),
+    };
+    if let Some(a) = opts.admin_listen
+        && !a.ip().is_loopback()
+        && http_tls.is_none()
+    {
+        return Err(UsageError(format!(
+            "--admin-listen {a}: /metrics and /policy leave loopback only over TLS; set \
+             --tls-cert and --tls-key (and --client-ca to require client certificates), or \
+             serve probes with --health-listen"
+        ))
+        .into());
+    }
     let tenants = match tenants_cfg {
         Some(cfg) => Some(start_tenants(
             &cfg,
@@ -772,7 +878,9 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 store: store.clone(),
                 telemetry: telemetry.clone(),
             });
-            let task = serve_http(listener, app, shutdown_rx.clone(), "admin server");
+            // On loopback admin stays plaintext (scrapers and kubectl port-forward).
+            let tls = http_tls.clone().filter(|_| !a.ip().is_loopback());
+            let task = serve_http(listener, app, tls, shutdown_rx.clone(), "admin server");
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -787,7 +895,8 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 store: store.clone(),
                 telemetry: telemetry.clone(),
             });
-            let task = serve_http(listener, app, shutdown_rx.clone(), "health server");
+            // The kubelet probes in plaintext: this listener serves nothing else.
+            let task = serve_http(listener, app, None, shutdown_rx.clone(), "health server");
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -833,7 +942,13 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
             let addr = listener.local_addr()?;
             let app = proxy.router(opts.max_in_flight, cfg.max_open);
             // The proxy closes its endless server-to-client streams on the same signal.
-            let task = serve_http(listener, app, shutdown_rx.clone(), "MCP proxy");
+            let task = serve_http(
+                listener,
+                app,
+                http_tls.clone(),
+                shutdown_rx.clone(),
+                "MCP proxy",
+            );
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -851,7 +966,13 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
                 timeout: cfg.timeout,
             }
             .router();
-            let task = serve_http(listener, app, shutdown_rx.clone(), "safety review API");
+            let task = serve_http(
+                listener,
+                app,
+                http_tls.clone(),
+                shutdown_rx.clone(),
+                "safety review API",
+            );
             (Some(addr), Some(task))
         }
         None => (None, None),
@@ -904,16 +1025,21 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
         Some(u) => Some(serve_unix(u, router.clone(), shutdown_rx.clone())?),
         None => None,
     };
-    let server = router
+    let stopping = async move {
+        let _ = stop_rx.wait_for(|s| *s).await;
+    };
+    let server = match grpc_tls {
+        Some(tls) => tokio::spawn(router.serve_with_incoming_shutdown(
+            TlsIncoming::new(listener, tls, shutdown_rx.clone()),
+            stopping,
+        )),
         // TCP_NODELAY on every accepted connection: without it a small answer can wait for
         // the client's delayed ACK (tens of milliseconds) before it leaves.
-        .serve_with_incoming_shutdown(
+        None => tokio::spawn(router.serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
-            async move {
-                let _ = stop_rx.wait_for(|s| *s).await;
-            },
-        );
-    let server = tokio::spawn(server);
+            stopping,
+        )),
+    };
     Ok(Running {
         addr,
         admin_addr,

@@ -94,6 +94,17 @@ pub enum Command {
         /// web roots).
         #[arg(long)]
         upstream_ca: Option<PathBuf>,
+        /// Serve TLS with this PEM certificate chain on the gRPC, MCP proxy and review
+        /// listeners (and on a non-loopback admin listener); re-read when the file changes.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key for `--tls-cert`.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// mTLS: every client must present a certificate from one of these PEM CAs; its
+        /// SPIFFE ID (or DNS name) becomes the caller's identity.
+        #[arg(long, requires = "tls_cert")]
+        client_ca: Option<PathBuf>,
     },
     /// The Kubernetes mutating admission webhook: injects toolgate into annotated pods
     /// (`/mutate`) and pods of labelled namespaces (`/mutate/namespace`), over HTTPS.
@@ -159,6 +170,14 @@ pub enum Command {
         /// The server's gRPC address.
         #[arg(long, default_value = "http://127.0.0.1:50051", global = true)]
         server: String,
+        /// For an `https://` server: the PEM CA that issued its certificate.
+        #[arg(long, global = true)]
+        tls_ca: Option<PathBuf>,
+        /// For mTLS: this client certificate (PEM), whose identity is the approver's.
+        #[arg(long, global = true, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, global = true, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
         #[command(subcommand)]
         action: PauseCommand,
     },

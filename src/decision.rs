@@ -297,6 +297,9 @@ pub struct Decision {
     pub deep_awaited: u32,
     pub deep_pending: u32,
     pub trace_id: String,
+    /// The caller's verified identity (`Context::caller`); empty without one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub caller: String,
 }
 
 /// The winning action: the highest priority among the hits, ALLOW when there are none.

@@ -66,6 +66,10 @@ pub struct Context {
     pub tenant: String,
     pub task_goal: String,
     pub labels: BTreeMap<String, String>,
+    /// The verified identity of whoever sent the event (an mTLS SPIFFE ID or DNS name, or
+    /// `unix:uid=N` on the Unix socket); empty when the connection proved none. Set by the
+    /// edge from the connection, never from the request body.
+    pub caller: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -23,3 +23,4 @@ pub mod stream;
 pub mod telemetry;
 pub mod tenants;
 pub mod text;
+pub mod tls;

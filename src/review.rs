@@ -199,7 +199,7 @@ async fn review(
             policy
                 .deep
                 .iter()
-                .filter(|d| !d.local && d.applies(e.kind, &e.tool_name))
+                .filter(|d| !d.local && d.applies(e.kind, &e.tool_name, &e.context.caller))
                 .count() as u32
         })
         .sum();
@@ -307,6 +307,7 @@ fn to_events(req: &ReviewRequest) -> Vec<(String, Event)> {
         tenant: req.context.company_id.clone(),
         task_goal: req.context.planner_summary.clone(),
         labels: Default::default(),
+        caller: String::new(),
     };
     let mut out = Vec::with_capacity(1 + req.context.pending_actions.len());
     let subject = match req.subject.kind {

@@ -4,11 +4,16 @@
 use crate::decision::RiskLevel;
 use crate::glob::Glob;
 
+/// Tool globs and their tiers, most specific first.
+type Tiers = Vec<(Glob, RiskLevel)>;
+
 #[derive(Debug, Clone)]
 pub struct ToolTiers {
     /// Literal names and globs, most specific first (declaration order breaks ties).
     entries: Vec<(Glob, RiskLevel)>,
     default: RiskLevel,
+    /// `callers.tool_risks`: tiers for some callers, in declaration order, looked up first.
+    scoped: Vec<(Vec<Glob>, Tiers)>,
 }
 
 impl Default for ToolTiers {
@@ -16,6 +21,7 @@ impl Default for ToolTiers {
         ToolTiers {
             entries: Vec::new(),
             default: RiskLevel::Medium,
+            scoped: Vec::new(),
         }
     }
 }
@@ -32,20 +38,39 @@ impl ToolTiers {
                 list.push((Glob::new(&name), level));
             }
         }
-        // Stable sort keeps declaration order among equally specific globs; literals beat
-        // any glob.
-        list.sort_by_key(|(g, _)| (!g.is_literal(), std::cmp::Reverse(g.specificity())));
+        sort(&mut list);
         ToolTiers {
             entries: list,
             default,
+            scoped: Vec::new(),
         }
     }
 
+    /// Adds tiers that apply only to these callers, before every entry added so far.
+    pub fn scope(&mut self, callers: Vec<Glob>, entries: Vec<(String, RiskLevel)>) {
+        let mut list: Vec<_> = entries
+            .into_iter()
+            .map(|(name, level)| (Glob::new(&name), level))
+            .collect();
+        sort(&mut list);
+        self.scoped.push((callers, list));
+    }
+
     pub fn tier(&self, tool: &str) -> RiskLevel {
-        self.entries
+        self.tier_for(tool, "")
+    }
+
+    /// The tool's tier for this caller: a `callers.tool_risks` entry that names both wins,
+    /// then the pack's own tiers.
+    pub fn tier_for(&self, tool: &str, caller: &str) -> RiskLevel {
+        let find = |list: &[(Glob, RiskLevel)]| {
+            list.iter().find(|(g, _)| g.matches(tool)).map(|(_, l)| *l)
+        };
+        self.scoped
             .iter()
-            .find(|(g, _)| g.matches(tool))
-            .map(|(_, l)| *l)
+            .filter(|(callers, _)| crate::policy::in_scope(callers, caller))
+            .find_map(|(_, list)| find(list))
+            .or_else(|| find(&self.entries))
             .unwrap_or(self.default)
     }
 
@@ -55,7 +80,7 @@ impl ToolTiers {
         use crate::event::EventKind;
         match event.kind {
             EventKind::ToolCallStart | EventKind::ToolCallResult => {
-                Some(self.tier(&event.tool_name))
+                Some(self.tier_for(&event.tool_name, &event.context.caller))
             }
             EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
         }
@@ -64,6 +89,11 @@ impl ToolTiers {
     pub fn default_tier(&self) -> RiskLevel {
         self.default
     }
+}
+
+/// Stable sort keeps declaration order among equally specific globs; literals beat any glob.
+fn sort(list: &mut [(Glob, RiskLevel)]) {
+    list.sort_by_key(|(g, _)| (!g.is_literal(), std::cmp::Reverse(g.specificity())));
 }
 
 #[cfg(test)]

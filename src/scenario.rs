@@ -53,6 +53,10 @@ pub struct ContextSpec {
     pub task_goal: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The caller's verified identity, as mTLS would give it: for rules and tiers scoped
+    /// with `callers:`.
+    #[serde(default)]
+    pub caller: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -130,6 +134,7 @@ impl EventSpec {
                 tenant: c.tenant,
                 task_goal: c.task_goal,
                 labels: c.labels,
+                caller: c.caller,
             },
         );
         e.arguments = arguments("arguments", self.arguments, self.arguments_json)?;
@@ -228,6 +233,7 @@ impl Case {
                     (&mut c.session_id, &shared.session_id),
                     (&mut c.tenant, &shared.tenant),
                     (&mut c.task_goal, &shared.task_goal),
+                    (&mut c.caller, &shared.caller),
                 ] {
                     if mine.is_empty() {
                         mine.clone_from(theirs);

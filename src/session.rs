@@ -102,6 +102,9 @@ pub struct Pause {
     resolved: Option<Instant>,
     pub approver: String,
     pub note: String,
+    /// The verified identity of the caller whose call paused; empty without one. That
+    /// identity can never approve this pause.
+    pub caller: String,
 }
 
 /// A pause as the shared store keeps it (`shared`): wall-clock times only.
@@ -121,6 +124,7 @@ pub struct SharedPause {
     pub resolved_at: Option<SystemTime>,
     pub approver: String,
     pub note: String,
+    pub caller: String,
 }
 
 impl Pause {
@@ -148,6 +152,7 @@ impl Pause {
                 .map(|t| mono.checked_sub(since(t)).unwrap_or(mono)),
             approver: p.approver,
             note: p.note,
+            caller: p.caller,
         }
     }
 
@@ -181,6 +186,7 @@ pub struct NewPause<'a> {
     pub redacted_arguments_json: &'a str,
     pub cause: Vec<String>,
     pub ttl: Duration,
+    pub caller: &'a str,
 }
 
 /// At most `max` bytes of `s`, cut on a char boundary and marked when cut: what a pause
@@ -264,6 +270,9 @@ pub struct Session {
     buckets: HashMap<String, Bucket>,
     last_seen: Instant,
     pub last_seen_at: SystemTime,
+    /// The verified identity of the caller that opened the session (empty without one, and
+    /// for a session read from the shared store): who besides approvers may read it.
+    pub caller: String,
 }
 
 impl Session {
@@ -294,6 +303,7 @@ impl Session {
             buckets: HashMap::new(),
             last_seen: Instant::now(),
             last_seen_at: SystemTime::now(),
+            caller: String::new(),
         }
     }
 }
@@ -361,15 +371,17 @@ impl SessionStore {
     /// Marks the session seen (creating it, or starting it afresh when its TTL passed) and
     /// returns what the pipeline needs. Evicts the least recently seen sessions when over
     /// `max_sessions`.
-    pub fn touch(&self, id: &str, cfg: &SessionConfig) -> Snapshot {
+    pub fn touch(&self, id: &str, caller: &str, cfg: &SessionConfig) -> Snapshot {
         let now = Instant::now();
         let snap = {
-            let mut s = self
-                .sessions
-                .entry(id.to_string())
-                .or_insert_with(|| Session::new(id));
+            let opened = || {
+                let mut s = Session::new(id);
+                s.caller = caller.to_string();
+                s
+            };
+            let mut s = self.sessions.entry(id.to_string()).or_insert_with(opened);
             if now.duration_since(s.last_seen) > cfg.ttl {
-                *s = Session::new(id);
+                *s = opened();
             }
             s.last_seen = now;
             s.last_seen_at = SystemTime::now();
@@ -448,17 +460,23 @@ impl SessionStore {
         self.sessions.get(id).map(|s| s.clone())
     }
 
+    /// Whether this session was opened by `caller` (a verified identity).
+    pub fn opened_by(&self, id: &str, caller: &str) -> bool {
+        !caller.is_empty() && self.sessions.get(id).is_some_and(|s| s.caller == caller)
+    }
+
     /// Replaces what the shared store holds for this session (read just before a decision)
     /// in the local copy the engine works on. Buckets, pauses and findings already applied
     /// stay local; late findings are added unapplied, so this decision applies them.
     pub fn hydrate(
         &self,
         id: &str,
+        caller: &str,
         cfg: &SessionConfig,
         p: &shared::Pulled,
         retry_key: Option<&(String, String)>,
     ) {
-        self.touch(id, cfg);
+        self.touch(id, caller, cfg);
         if let Some(mut s) = self.sessions.get_mut(id) {
             s.strikes = p.strikes;
             s.flag_trajectory = p.flag_trajectory;
@@ -694,6 +712,7 @@ impl SessionStore {
             resolved: None,
             approver: String::new(),
             note: String::new(),
+            caller: clip(new.caller, 512),
         };
         self.pauses.insert(p.id.clone(), p.clone());
         *slot = p.id.clone();

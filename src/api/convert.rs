@@ -53,6 +53,8 @@ pub fn context(c: Option<proto::EventContext>) -> Result<Context, ApiError> {
         tenant: c.tenant,
         task_goal: c.task_goal,
         labels: c.labels.into_iter().collect(),
+        // The edge fills it from the connection.
+        caller: String::new(),
     })
 }
 
@@ -227,6 +229,7 @@ pub fn decision(d: &decision::Decision) -> proto::Decision {
         trace_id: d.trace_id.clone(),
         deep_rules_awaited: d.deep_awaited,
         deep_rules_pending: d.deep_pending,
+        caller: d.caller.clone(),
     }
 }
 

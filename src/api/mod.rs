@@ -23,6 +23,14 @@ use crate::proto::guard_service_server::GuardService;
 use crate::telemetry::trace;
 use status::ApiError;
 
+/// Who is asking about pauses and sessions (`Guard::access`).
+enum Access {
+    /// Sees every session and pause and may resolve pauses; the identity, possibly empty.
+    Approver(String),
+    /// Sees only the sessions it opened and the pauses its calls made.
+    Caller(String),
+}
+
 #[derive(Clone)]
 pub struct Guard {
     store: Arc<PolicyStore>,
@@ -54,10 +62,10 @@ impl Guard {
         }
     }
 
-    /// Checks the approver token in constant time; passes when none is configured.
-    fn check_approver<T>(&self, req: &Request<T>) -> Result<(), ApiError> {
+    /// Whether the request carries the approver token (compared in constant time).
+    fn has_token<T>(&self, req: &Request<T>) -> bool {
         let Some(want) = &self.approver_token else {
-            return Ok(());
+            return false;
         };
         let got = req
             .metadata()
@@ -69,13 +77,27 @@ impl Guard {
             | a.iter()
                 .zip(b.iter().chain(std::iter::repeat(&0)))
                 .fold(0usize, |acc, (x, y)| acc | usize::from(x ^ y));
-        if diff == 0 {
-            Ok(())
-        } else {
-            Err(ApiError::PermissionDenied(format!(
-                "resolving a pause needs the approver token in `{APPROVER_TOKEN_HEADER}`"
-            )))
+        diff == 0
+    }
+
+    /// What this caller may see and do with pauses and sessions. With neither an approver
+    /// token nor `approvers:` configured, everyone is an approver (one trusted agent on
+    /// localhost); otherwise an approver is whoever shows the token or an identity in
+    /// `approvers:`, and any other verified caller sees only its own sessions and pauses.
+    fn access<T>(&self, req: &Request<T>, what: &str) -> Result<Access, ApiError> {
+        let who = caller_of(req.extensions());
+        let callers = &self.store.load().callers;
+        let guarded = self.approver_token.is_some() || !callers.approvers.is_empty();
+        if !guarded || self.has_token(req) || callers.is_approver(&who) {
+            return Ok(Access::Approver(who));
         }
+        if who.is_empty() {
+            return Err(ApiError::PermissionDenied(format!(
+                "{what} needs an approver (an identity in the pack's approvers, or the \
+                 approver token in `{APPROVER_TOKEN_HEADER}`) or a verified caller identity"
+            )));
+        }
+        Ok(Access::Caller(who))
     }
 
     /// The front door for one event; the answer is the wire Decision.
@@ -87,9 +109,11 @@ impl Guard {
         let start = Instant::now();
         let policy = self.store.load();
         let parent = trace::parent_from_metadata(req.metadata());
+        let who = caller_of(req.extensions());
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
-        let event = convert(msg)?;
+        let mut event = convert(msg)?;
+        event.context.caller = who;
         let policy = self.store.for_tenant(&event.context.tenant, policy);
         let call = Call {
             policy,
@@ -104,6 +128,19 @@ impl Guard {
             .map_err(ApiError::from)?;
         Ok(wire)
     }
+}
+
+/// The caller's verified identity, from the connection the request came on: the client
+/// certificate's SPIFFE ID or DNS name over mTLS, `unix:uid=N` over the Unix socket, empty
+/// otherwise. Nothing in the request itself can set it.
+pub(crate) fn caller_of(ext: &tonic::Extensions) -> String {
+    if let Some(p) = ext.get::<crate::tls::Peer>() {
+        return p.caller.as_deref().unwrap_or_default().to_string();
+    }
+    ext.get::<tonic::transport::server::UdsConnectInfo>()
+        .and_then(|u| u.peer_cred)
+        .map(|c| format!("unix:uid={}", c.uid()))
+        .unwrap_or_default()
 }
 
 type ChunkStream =
@@ -154,6 +191,7 @@ impl GuardService for Guard {
             self.store.load(),
             trace::parent_from_metadata(req.metadata()),
         );
+        let who = caller_of(req.extensions());
         let mut inbound = req.into_inner();
         let store = self.store.clone();
         let out = async_stream(move |tx| async move {
@@ -178,7 +216,13 @@ impl GuardService for Guard {
                 }
                 let start = Instant::now();
                 if !chunks.is_open() {
-                    match convert::context(msg.context.clone()) {
+                    let ctx = convert::context(msg.context.clone()).and_then(|mut ctx| {
+                        ctx.caller.clone_from(&who);
+                        crate::engine::gate::admit(chunks.policy(), &who)
+                            .map_err(ApiError::from)?;
+                        Ok(ctx)
+                    });
+                    match ctx {
                         Ok(ctx) => {
                             let policy = store.for_tenant(&ctx.tenant, chunks.policy().clone());
                             chunks.open(ctx, policy).await
@@ -213,9 +257,13 @@ impl GuardService for Guard {
         let start = Instant::now();
         let policy = self.store.load();
         let parent = trace::parent_from_metadata(req.metadata());
+        let who = caller_of(req.extensions());
         let msg = req.into_inner();
         let size = convert::check_size(&msg, policy.max_message_bytes)?;
-        let events = convert::candidates(msg)?;
+        let mut events = convert::candidates(msg)?;
+        for e in &mut events {
+            e.context.caller.clone_from(&who);
+        }
         let tenant = events.first().map_or("", |e| e.context.tenant.as_str());
         let policy = self.store.for_tenant(tenant, policy);
         let call = Call {
@@ -248,7 +296,16 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ResolvePauseRequest>,
     ) -> Result<Response<proto::ResolvePauseResponse>, Status> {
-        self.check_approver(&req)?;
+        let who = match self.access(&req, "resolving a pause")? {
+            Access::Approver(who) => who,
+            Access::Caller(who) => {
+                return Err(ApiError::PermissionDenied(format!(
+                    "`{who}` is not an approver: resolving a pause needs an identity in the \
+                     pack's approvers, or the approver token in `{APPROVER_TOKEN_HEADER}`"
+                ))
+                .into());
+            }
+        };
         let r = req.into_inner();
         if r.pause_id.trim().is_empty() {
             return Err(ApiError::invalid("pause_id", "must not be empty").into());
@@ -267,9 +324,30 @@ impl GuardService for Guard {
                 .into());
             }
         };
+        // The agent whose call paused can never approve it, token or not: the pause is
+        // there to put a human between the agent and the action.
+        if approve && !who.is_empty() {
+            let made_by = self
+                .gate
+                .pause(&r.pause_id)
+                .await
+                .map_err(ApiError::from)?
+                .map(|p| p.caller);
+            if made_by.as_deref() == Some(who.as_str()) {
+                return Err(ApiError::PermissionDenied(format!(
+                    "`{who}` made this pause: a caller cannot approve its own pause"
+                ))
+                .into());
+            }
+        }
+        // A verified identity is recorded beside the name the approver gave.
+        let approver = match who.as_str() {
+            "" => r.approver.trim().to_string(),
+            id => format!("{} ({id})", r.approver.trim()),
+        };
         let p = self
             .gate
-            .resolve_pause(&r.pause_id, approve, r.approver.trim(), r.note.trim())
+            .resolve_pause(&r.pause_id, approve, &approver, r.note.trim())
             .await
             .map_err(ApiError::from)?;
         tracing::info!(
@@ -289,6 +367,7 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::ListPausesRequest>,
     ) -> Result<Response<proto::ListPausesResponse>, Status> {
+        let access = self.access(&req, "listing pauses")?;
         let r = req.into_inner();
         let session = (!r.session_id.is_empty()).then_some(r.session_id.as_str());
         let pauses = self
@@ -297,6 +376,10 @@ impl GuardService for Guard {
             .await
             .map_err(ApiError::from)?
             .iter()
+            .filter(|(p, _)| match &access {
+                Access::Approver(_) => true,
+                Access::Caller(who) => p.caller == *who,
+            })
             .map(|(p, state)| convert::pause(p, *state))
             .collect();
         Ok(Response::new(proto::ListPausesResponse { pauses }))
@@ -306,9 +389,18 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::GetSessionRequest>,
     ) -> Result<Response<proto::GetSessionResponse>, Status> {
+        let access = self.access(&req, "reading a session")?;
         let r = req.into_inner();
         if r.session_id.is_empty() {
             return Err(ApiError::invalid("session_id", "must not be empty").into());
+        }
+        if let Access::Caller(who) = &access
+            && !self.gate.sessions().opened_by(&r.session_id, who)
+        {
+            return Err(ApiError::PermissionDenied(format!(
+                "`{who}` did not open this session and is not an approver"
+            ))
+            .into());
         }
         let s = self
             .gate
@@ -334,8 +426,10 @@ impl GuardService for Guard {
         &self,
         req: Request<proto::WatchFindingsRequest>,
     ) -> Result<Response<Self::WatchFindingsStream>, Status> {
+        let access = self.access(&req, "watching findings")?;
         let session = req.into_inner().session_id;
-        let mut rx = self.gate.sessions().subscribe();
+        let sessions = self.gate.sessions().clone();
+        let mut rx = sessions.subscribe();
         let mut stop = self.shutdown.clone();
         let out = async_stream(move |tx| async move {
             loop {
@@ -363,6 +457,11 @@ impl GuardService for Guard {
                     }
                 };
                 if !session.is_empty() && f.session_id != session {
+                    continue;
+                }
+                if let Access::Caller(who) = &access
+                    && !sessions.opened_by(&f.session_id, who)
+                {
                     continue;
                 }
                 let resp = proto::WatchFindingsResponse {

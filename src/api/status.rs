@@ -77,6 +77,7 @@ impl From<crate::engine::gate::GateError> for ApiError {
                 ApiError::Conflict(e.to_string())
             }
             GateError::Store(_) => ApiError::Unavailable(e.to_string()),
+            GateError::Caller(m) => ApiError::PermissionDenied(m),
         }
     }
 }

@@ -154,6 +154,8 @@ pub struct DeepRuleSpec {
     pub events: u8,
     /// Tool globs; empty means every tool (and events without a tool).
     pub tools: Vec<crate::glob::Glob>,
+    /// Verified callers in scope (empty: all, named or not).
+    pub callers: Vec<crate::glob::Glob>,
     /// A risk score at or above this is a block verdict.
     pub block_threshold: f64,
     /// A risk score at or above this is a warn verdict.
@@ -169,9 +171,10 @@ pub struct DeepRuleSpec {
 }
 
 impl DeepRuleSpec {
-    pub fn applies(&self, kind: EventKind, tool: &str) -> bool {
+    pub fn applies(&self, kind: EventKind, tool: &str, caller: &str) -> bool {
         self.events & kind.bit() != 0
             && (self.tools.is_empty() || self.tools.iter().any(|g| g.matches(tool)))
+            && crate::policy::in_scope(&self.callers, caller)
     }
 
     /// The verdict after the pack's thresholds: the stronger of what the rule said and what

@@ -55,7 +55,8 @@ pub async fn deep_stage(
         .deep
         .iter()
         .filter(|s| {
-            s.applies(event.kind, &event.tool_name) || (plan.forced_jailbreak && s.jailbreak)
+            s.applies(event.kind, &event.tool_name, &event.context.caller)
+                || (plan.forced_jailbreak && s.jailbreak)
         })
         .collect();
     if specs.is_empty() {

@@ -121,6 +121,26 @@ pub enum GateError {
     /// The shared session store did not answer.
     #[error("{0}")]
     Store(String),
+    /// The pack refuses this caller (`callers.unknown: deny`).
+    #[error("{0}")]
+    Caller(String),
+}
+
+/// Refuses a caller the pack does not admit, before anything of its event is read.
+pub fn admit(policy: &Policy, caller: &str) -> Result<(), GateError> {
+    if policy.callers.admits(caller) {
+        return Ok(());
+    }
+    Err(GateError::Caller(if caller.is_empty() {
+        "caller: the connection proved no identity (an mTLS client certificate), and the pack \
+         refuses unknown callers (callers.unknown: deny)"
+            .into()
+    } else {
+        format!(
+            "caller: `{caller}` is not among the pack's callers.known, and the pack refuses \
+             unknown callers (callers.unknown: deny)"
+        )
+    }))
 }
 
 /// The answer for a set of candidates (FilterCandidates).
@@ -183,6 +203,21 @@ impl Gate {
             .recorder
             .pauses_pending(sessions.pending_pauses());
         Ok(p)
+    }
+
+    /// One pause by id, from the shared store when replicas share one (a pause made while
+    /// it was down is found locally).
+    pub async fn pause(&self, id: &str) -> Result<Option<Pause>, GateError> {
+        let sessions = &self.runtime.sessions;
+        if let Some(sh) = sessions.shared()
+            && let Some(p) = sh
+                .pause(id)
+                .await
+                .map_err(|e| GateError::Store(e.to_string()))?
+        {
+            return Ok(Some(p));
+        }
+        Ok(sessions.get_pause(id))
     }
 
     /// Pending pauses (every pause of one session with `session`), from the shared store
@@ -258,6 +293,7 @@ impl Gate {
         T: Send + 'static,
         V: FnOnce(&Decision) -> T + Send + 'static,
     {
+        admit(&call.policy, &event.context.caller)?;
         let gate = self.clone();
         let mut decision = Box::pin(async move {
             let rt = &gate.runtime;
@@ -311,6 +347,9 @@ impl Gate {
         T: Send + 'static,
         V: Fn(&Decision) -> T + Send + Sync + 'static,
     {
+        for e in &events {
+            admit(&call.policy, &e.context.caller)?;
+        }
         let gate = self.clone();
         // One task for the whole set, for the same reason as `decide`.
         tokio::spawn(async move { gate.candidates_inner(events, call, view).await })
@@ -412,7 +451,7 @@ impl Gate {
         }
     }
 
-    /// Fills the trace id, lets the edge build its answer, and records the decision.
+    /// Fills the trace id and the caller, lets the edge build its answer, and records the decision.
     fn finish<T>(
         &self,
         event: Event,
@@ -426,6 +465,7 @@ impl Gate {
         {
             d.trace_id = lower_hex(&ids.trace_id);
         }
+        d.caller.clone_from(&event.context.caller);
         let out = view(&d);
         // One clock read ends the call, answer built, for the span and the duration metric.
         let end = Instant::now();
@@ -513,7 +553,7 @@ impl ChunkStream {
         }
         let sessions = self.gate.sessions();
         if !context.session_id.is_empty() {
-            let snap = sessions.touch(&context.session_id, &self.policy.sessions);
+            let snap = sessions.touch(&context.session_id, &context.caller, &self.policy.sessions);
             self.struck_out = pipeline::strike_hit(&self.policy, snap.strikes);
         }
         self.guard = Some(guard);
@@ -629,6 +669,7 @@ mod tests {
             rule: Arc::new(Explodes),
             events: crate::event::EventKind::ToolCallResult.bit(),
             tools: vec![],
+            callers: vec![],
             block_threshold: 0.8,
             warn_threshold: 0.5,
             action: Action::Retry,

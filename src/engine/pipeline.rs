@@ -188,7 +188,8 @@ impl Runtime {
         if sid.is_empty() {
             Snapshot::default()
         } else {
-            self.sessions.touch(sid, &policy.sessions)
+            self.sessions
+                .touch(sid, &event.context.caller, &policy.sessions)
         }
     }
 }

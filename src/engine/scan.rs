@@ -120,6 +120,7 @@ pub fn scan(
         deep_awaited: 0,
         deep_pending: 0,
         trace_id: trace_id.to_string(),
+        caller: String::new(),
     };
     apply_redactions(&mut d, event, &fields, &spans);
     if let Some(w) = withheld {

@@ -351,6 +351,7 @@ fn register_pause(event: &Event, policy: &Policy, rt: &Runtime, d: &mut Decision
         redacted_arguments_json: &args,
         cause,
         ttl: policy.approval_ttl,
+        caller: &event.context.caller,
     });
     if let Some(spec) = d.pause.as_mut() {
         spec.pause_id = p.id.clone();

@@ -87,7 +87,8 @@ pub async fn pull(
         Ok(p) => {
             rt.recorder.session_store(true);
             if !sid.is_empty() {
-                rt.sessions.hydrate(sid, &policy.sessions, &p, Some(&key));
+                rt.sessions
+                    .hydrate(sid, &event.context.caller, &policy.sessions, &p, Some(&key));
             }
             SharedCall::Pulled(Box::new(p))
         }
@@ -103,12 +104,7 @@ pub async fn pull(
 /// The hit a decision carries while Redis cannot be reached: a STOP for the tiers the pack
 /// fails closed, an ALLOW that says so for the rest.
 fn unavailable_hit(shared: &Shared, event: &Event, policy: &Policy) -> RuleHit {
-    let tier = match event.kind {
-        EventKind::ToolCallStart | EventKind::ToolCallResult => {
-            Some(policy.tiers.tier(&event.tool_name))
-        }
-        EventKind::LlmBefore | EventKind::LlmStreamChunk => None,
-    };
+    let tier = policy.tiers.of_event(event);
     let closed = tier.is_some_and(|t| shared.fail_closed_tiers.contains(&t));
     let (action, reason) = if closed {
         (

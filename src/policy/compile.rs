@@ -14,9 +14,9 @@ use sha2::{Digest, Sha256};
 
 use super::pack::{Node, Problem, RawAsyncRule, RawFailOpen, RawPack, RawRule, read_pack_with};
 use super::{
-    AsyncConfig, DEFAULT_PACK, DefinitionAction, Mode, OnPause, Policy, ProxyConfig, RateLimit,
-    RateScope, RetryConfig, RouterConfig, SessionConfig, SharedSessions, SyncConfig, SyncFailMode,
-    TenantsConfig,
+    AsyncConfig, CallerConfig, DEFAULT_PACK, DefinitionAction, Mode, OnPause, Policy, ProxyConfig,
+    RateLimit, RateScope, RetryConfig, RouterConfig, SessionConfig, SharedSessions, SyncConfig,
+    SyncFailMode, TenantsConfig,
 };
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::deep::registry::{DeepClass, DeepRuleKind, deep_rule_kind};
@@ -439,7 +439,8 @@ impl Cx<'_> {
                 tier_entries.push((tool.clone(), l));
             }
         }
-        let tiers = ToolTiers::new(tier_entries);
+        let mut tiers = ToolTiers::new(tier_entries);
+        let callers = self.callers(raw, &mut tiers);
 
         let rr = &raw.risk_router;
         let mut require_approval = Vec::new();
@@ -530,11 +531,72 @@ impl Cx<'_> {
             flow,
             tenants,
             proxy,
+            callers,
             text: Arc::from(text),
             tenant: None,
             warnings: Vec::new(),
             loaded_at: SystemTime::now(),
         })
+    }
+
+    /// `callers:` and `approvers:`; caller-scoped tiers go into `tiers`.
+    fn callers(&mut self, raw: &RawPack, tiers: &mut ToolTiers) -> CallerConfig {
+        let c = &raw.callers;
+        let deny_unknown = match c.unknown.as_deref() {
+            None | Some("allow") => false,
+            Some("deny") => true,
+            Some(other) => {
+                self.err(
+                    "callers.unknown",
+                    format!("must be `allow` or `deny`, got `{other}`"),
+                );
+                false
+            }
+        };
+        for (i, scope) in c.tool_risks.iter().enumerate() {
+            let path = format!("callers.tool_risks[{i}]");
+            if scope.callers.is_empty() {
+                self.err(
+                    format!("{path}.callers"),
+                    "must name at least one caller glob",
+                );
+                continue;
+            }
+            let mut entries = Vec::new();
+            for (tool, level) in &scope.tools {
+                if let Some(l) = self.level(&format!("{path}.tools.{tool}"), level) {
+                    entries.push((tool.clone(), l));
+                }
+            }
+            tiers.scope(
+                self.caller_globs(&format!("{path}.callers"), &scope.callers),
+                entries,
+            );
+        }
+        CallerConfig {
+            known: c
+                .known
+                .as_deref()
+                .map(|k| self.caller_globs("callers.known", k))
+                .unwrap_or_default(),
+            deny_unknown,
+            approvers: raw
+                .approvers
+                .as_deref()
+                .map(|a| self.caller_globs("approvers", a))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Caller globs; an empty one would match only callers with no identity, which no
+    /// scope means, so it is an error.
+    fn caller_globs(&mut self, path: &str, list: &[String]) -> Vec<Glob> {
+        for (i, g) in list.iter().enumerate() {
+            if g.trim().is_empty() {
+                self.err(format!("{path}[{i}]"), "must not be empty");
+            }
+        }
+        list.iter().map(|g| Glob::new(g)).collect()
     }
 
     fn async_rules(&mut self, raw: &RawPack) -> Vec<DeepRuleSpec> {
@@ -685,6 +747,11 @@ impl Cx<'_> {
             rule,
             events: events.unwrap_or(all) & all,
             tools: r.tools.iter().flatten().map(|t| Glob::new(t)).collect(),
+            callers: r
+                .callers
+                .as_deref()
+                .map(|c| self.caller_globs(&format!("{path}.callers"), c))
+                .unwrap_or_default(),
             block_threshold,
             warn_threshold,
             action,
@@ -1024,6 +1091,9 @@ impl Cx<'_> {
         if let Some(tools) = &r.tools {
             rule.tools = tools.iter().map(|t| Glob::new(t)).collect();
         }
+        if let Some(callers) = &r.callers {
+            rule.callers = self.caller_globs(&format!("{path}.callers"), callers);
+        }
         if let Some(roles) = &r.roles {
             rule.roles = roles.clone();
         }
@@ -1097,6 +1167,7 @@ impl Cx<'_> {
             fields: b.fields.iter().fold(0, |acc, k| acc | k.bit()),
             roles: b.roles.iter().map(|s| s.to_string()).collect(),
             tools: Vec::new(),
+            callers: Vec::new(),
             action: b.action,
             level: b.level,
             reason: b.reason.to_string(),
@@ -1246,6 +1317,7 @@ impl Cx<'_> {
             fields: all_fields,
             roles: Vec::new(),
             tools: Vec::new(),
+            callers: Vec::new(),
             action: Action::Retry,
             level: RiskLevel::Medium,
             reason: format!("matched custom rule `{}`", r.id),
@@ -1654,8 +1726,8 @@ mod tests {
         )
         .unwrap();
         let rule = p.rules.rules.iter().find(|r| r.id == "mine").unwrap();
-        assert!(rule.applies_to(EventKind::ToolCallResult, "sql.query"));
-        assert!(!rule.applies_to(EventKind::ToolCallStart, "sql.query"));
+        assert!(rule.applies_to(EventKind::ToolCallResult, "sql.query", ""));
+        assert!(!rule.applies_to(EventKind::ToolCallStart, "sql.query", ""));
     }
 
     #[test]

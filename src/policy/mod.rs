@@ -151,6 +151,36 @@ pub struct TenantsConfig {
     pub cache_ttl: Duration,
 }
 
+/// `callers:` and `approvers:`: who may ask, and who may resolve pauses. Identities are the
+/// verified ones the connection gives (`Context::caller`), never a field of the request.
+#[derive(Debug, Clone, Default)]
+pub struct CallerConfig {
+    /// Identities the pack knows; empty: every verified identity.
+    pub known: Vec<crate::glob::Glob>,
+    /// Refuse a caller outside `known`, or one with no verified identity.
+    pub deny_unknown: bool,
+    /// Who may resolve pauses (mTLS identities); empty: only the approver token, if set.
+    pub approvers: Vec<crate::glob::Glob>,
+}
+
+impl CallerConfig {
+    /// Whether this caller may ask at all.
+    pub fn admits(&self, caller: &str) -> bool {
+        !self.deny_unknown || (!caller.is_empty() && in_scope(&self.known, caller))
+    }
+
+    /// Whether this caller's identity is in `approvers`.
+    pub fn is_approver(&self, caller: &str) -> bool {
+        !caller.is_empty() && self.approvers.iter().any(|g| g.matches(caller))
+    }
+}
+
+/// A `callers:` scope: empty means every caller, named or not; otherwise the caller must
+/// have a verified identity that one glob matches.
+pub fn in_scope(callers: &[crate::glob::Glob], caller: &str) -> bool {
+    callers.is_empty() || (!caller.is_empty() && callers.iter().any(|g| g.matches(caller)))
+}
+
 /// What a proxy does when a call is paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnPause {
@@ -223,6 +253,7 @@ pub struct Policy {
     pub flow: crate::flow::FlowConfig,
     pub tenants: Option<TenantsConfig>,
     pub proxy: ProxyConfig,
+    pub callers: CallerConfig,
     /// The pack text this was compiled from: a tenant's overlay is compiled over it.
     pub text: std::sync::Arc<str>,
     /// Set on a tenant's policy: the tenant whose rows it carries.

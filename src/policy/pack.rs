@@ -382,6 +382,12 @@ pub struct RawPack {
     /// How the inline proxies (gRPC ToolService, MCP) act on what they decide.
     #[serde(default)]
     pub proxy: RawProxy,
+    /// Who may ask (by verified identity), and tool tiers for some callers.
+    #[serde(default)]
+    pub callers: RawCallers,
+    /// Identities (globs) that may resolve pauses.
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
     /// Pack-wide parallelism hint from the Python framework; toolgate's scan is one pass, so
     /// it has no meaning here and is ignored with a warning.
     #[serde(default)]
@@ -490,6 +496,9 @@ pub struct RawRule {
     pub applies_to: Option<Vec<String>>,
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// Verified caller identities (globs) the rule applies to; absent: every caller.
+    #[serde(default)]
+    pub callers: Option<Vec<String>>,
     #[serde(default)]
     pub fields: Option<Vec<String>>,
     #[serde(default)]
@@ -525,6 +534,9 @@ pub struct RawAsyncRule {
     pub applies_to: Option<Vec<String>>,
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// Verified caller identities (globs) the rule applies to; absent: every caller.
+    #[serde(default)]
+    pub callers: Option<Vec<String>>,
     #[serde(default)]
     pub endpoint: Option<String>,
     #[serde(default)]
@@ -586,6 +598,29 @@ pub struct RawToolDefinitions {
     pub poisoned: Option<String>,
     /// A definition that changed since first seen: `block` or `flag`.
     pub changed: Option<String>,
+}
+
+/// `callers:`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawCallers {
+    /// Identity globs the pack knows; absent: every verified identity.
+    pub known: Option<Vec<String>>,
+    /// `allow` (the default) or `deny`: what a caller outside `known`, or with no verified
+    /// identity, gets.
+    pub unknown: Option<String>,
+    /// Tool tiers for some callers, looked up before `tool_risks`.
+    #[serde(default)]
+    pub tool_risks: Vec<RawCallerTiers>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawCallerTiers {
+    #[serde(default)]
+    pub callers: Vec<String>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -27,8 +27,8 @@ pub fn mcp_session(headers: &HeaderMap) -> String {
 
 /// The event context of a tool call: the session from `x-toolgate-session-id` or
 /// `Mcp-Session-Id`, the step from `x-toolgate-step-id` or the JSON-RPC id, tenant and task
-/// goal from their headers.
-pub fn context(headers: &HeaderMap, id: &Value) -> Result<Context, ProxyError> {
+/// goal from their headers; the caller's verified identity from the connection.
+pub fn context(headers: &HeaderMap, caller: &str, id: &Value) -> Result<Context, ProxyError> {
     let get = |name: &str| -> Result<Option<String>, ProxyError> {
         headers
             .get(name)
@@ -64,6 +64,7 @@ pub fn context(headers: &HeaderMap, id: &Value) -> Result<Context, ProxyError> {
         tenant: tenant.unwrap_or_default(),
         task_goal: get(TASK_GOAL_HEADER)?.unwrap_or_default(),
         labels: Default::default(),
+        caller: caller.to_string(),
     })
 }
 
@@ -79,7 +80,7 @@ mod tests {
         h.insert("mcp-session-id", HeaderValue::from_static("mcp-s"));
         h.insert(TENANT_HEADER, HeaderValue::from_static("acme"));
         h.insert(TASK_GOAL_HEADER, HeaderValue::from_static("tidy the repo"));
-        let c = context(&h, &serde_json::json!(5)).unwrap();
+        let c = context(&h, "", &serde_json::json!(5)).unwrap();
         assert_eq!(
             (c.session_id.as_str(), c.step_id.as_str(), c.tenant.as_str()),
             ("mcp-s", "5", "acme")
@@ -87,14 +88,14 @@ mod tests {
         assert_eq!(c.task_goal, "tidy the repo");
         h.insert(SESSION_HEADER, HeaderValue::from_static("mine"));
         h.insert(STEP_HEADER, HeaderValue::from_static("step-3"));
-        let c = context(&h, &serde_json::json!("x")).unwrap();
+        let c = context(&h, "", &serde_json::json!("x")).unwrap();
         assert_eq!(
             (c.session_id.as_str(), c.step_id.as_str()),
             ("mine", "step-3")
         );
         let long = serde_json::json!("x".repeat(MAX_ID_BYTES + 1));
         assert!(matches!(
-            context(&HeaderMap::new(), &long),
+            context(&HeaderMap::new(), "", &long),
             Err(ProxyError::InvalidRequest(_))
         ));
     }
@@ -105,7 +106,7 @@ mod tests {
         // The step header overrides the JSON-RPC id, which still keys the awaited call.
         let mut h = HeaderMap::new();
         h.insert(STEP_HEADER, HeaderValue::from_static("step-1"));
-        let e = context(&h, &serde_json::json!(long)).unwrap_err();
+        let e = context(&h, "", &serde_json::json!(long)).unwrap_err();
         assert_eq!(
             e.to_string(),
             "invalid request: `id` is over 256 bytes",
@@ -115,7 +116,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(SESSION_HEADER, HeaderValue::from_static("mine"));
         h.insert(MCP_SESSION_HEADER, HeaderValue::from_str(&long).unwrap());
-        let e = context(&h, &serde_json::json!(1)).unwrap_err();
+        let e = context(&h, "", &serde_json::json!(1)).unwrap_err();
         assert_eq!(
             e.to_string(),
             "invalid request: header `mcp-session-id` is over 256 bytes"
@@ -123,12 +124,15 @@ mod tests {
         for name in [SESSION_HEADER, STEP_HEADER, TENANT_HEADER] {
             let mut h = HeaderMap::new();
             h.insert(name, HeaderValue::from_str(&long).unwrap());
-            let e = context(&h, &serde_json::json!(1)).unwrap_err().to_string();
+            let e = context(&h, "", &serde_json::json!(1))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(&format!("header `{name}`")), "{e}");
         }
         assert!(
             context(
                 &HeaderMap::new(),
+                "",
                 &serde_json::json!("x".repeat(MAX_ID_BYTES))
             )
             .is_ok()

@@ -393,6 +393,8 @@ impl Definitions {
             redacted_arguments_json: "",
             cause: vec![CHANGED_RULE.into()],
             ttl: policy.approval_ttl,
+            // The proxy asks, not a caller: any approver may answer.
+            caller: "",
         });
         pin.pending = Some((hash, p.id.clone()));
         tracing::warn!(tool = %name, pinned = %short(&pin.hash), now = %short(&hash), pause_id = %p.id, "tool definition changed");

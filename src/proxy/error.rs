@@ -20,6 +20,9 @@ pub enum ProxyError {
     InvalidParams(String),
     #[error("request body is over the policy's max_message_bytes ({limit} bytes)")]
     TooLarge { limit: usize },
+    /// The pack refuses this caller (`callers.unknown: deny`).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// The proxy is at its limit of requests in flight.
     #[error("overloaded: too many requests in flight; retry with backoff")]
     Overloaded,
@@ -81,6 +84,7 @@ impl ProxyError {
             ProxyError::InvalidRequest(_) => (StatusCode::BAD_REQUEST, INVALID_REQUEST),
             ProxyError::InvalidParams(_) => (StatusCode::BAD_REQUEST, INVALID_PARAMS),
             ProxyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST),
+            ProxyError::Forbidden(_) => (StatusCode::FORBIDDEN, INVALID_REQUEST),
             ProxyError::Overloaded | ProxyError::TooManyOpen => {
                 (StatusCode::SERVICE_UNAVAILABLE, INTERNAL_ERROR)
             }

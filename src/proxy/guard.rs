@@ -82,6 +82,7 @@ impl McpProxy {
     pub(super) async fn tool_call(
         &self,
         headers: HeaderMap,
+        caller: &str,
         target: reqwest::Url,
         mut msg: Value,
         mut call: ToolCall,
@@ -89,7 +90,7 @@ impl McpProxy {
         policy: Arc<Policy>,
         start: CallInstant,
     ) -> Result<Response, ProxyError> {
-        let context = context(&headers, &call.id)?;
+        let context = context(&headers, caller, &call.id)?;
         // The tenant's overlay judges the call and its reply.
         let policy = self.0.store.for_tenant(&context.tenant, policy);
         let parent = trace::parent_from_headers(&headers);

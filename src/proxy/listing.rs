@@ -33,12 +33,13 @@ impl McpProxy {
     pub(super) async fn tools_list(
         &self,
         headers: &HeaderMap,
+        caller: &str,
         target: reqwest::Url,
         id: &Value,
         body: Bytes,
         policy: Arc<Policy>,
     ) -> Result<Response, ProxyError> {
-        let context = context(headers, id)?;
+        let context = context(headers, caller, id)?;
         let policy = self.0.store.for_tenant(&context.tenant, policy);
         let l = Listing {
             id: id.clone(),

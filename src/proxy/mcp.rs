@@ -162,6 +162,15 @@ impl McpProxy {
         // One policy version for the request, its reply included.
         let policy = self.0.store.load();
         let (parts, body) = req.into_parts();
+        // The verified identity of the connection (mTLS), before anything else is read.
+        let caller = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<crate::tls::Peer>>()
+            .and_then(|c| c.0.caller.as_deref())
+            .unwrap_or_default()
+            .to_string();
+        crate::engine::gate::admit(&policy, &caller)
+            .map_err(|e| ProxyError::Forbidden(e.to_string()))?;
         let limit = policy.max_message_bytes;
         let body = read_body(&parts.headers, body, limit).await?;
         let up = &self.0.upstream;
@@ -170,7 +179,7 @@ impl McpProxy {
         if endpoint && parts.method == Method::GET {
             let headers = upstream_headers(&parts.headers);
             let resp = up.send(parts.method, target, headers, body).await?;
-            return Ok(self.relay_server_stream(resp, &parts.headers, policy));
+            return Ok(self.relay_server_stream(resp, &parts.headers, &caller, policy));
         }
         if !(endpoint && parts.method == Method::POST) {
             let headers = upstream_headers(&parts.headers);
@@ -186,7 +195,7 @@ impl McpProxy {
                 let id = jsonrpc::tools_list_id(&msg).cloned().unwrap_or_default();
                 return Ok(
                     match self
-                        .tools_list(&parts.headers, target, &id, body, policy)
+                        .tools_list(&parts.headers, &caller, target, &id, body, policy)
                         .await
                     {
                         Ok(r) => r,
@@ -208,7 +217,16 @@ impl McpProxy {
         let id = call.id.clone();
         Ok(
             match self
-                .tool_call(parts.headers, target, msg, call, body, policy, start)
+                .tool_call(
+                    parts.headers,
+                    &caller,
+                    target,
+                    msg,
+                    call,
+                    body,
+                    policy,
+                    start,
+                )
                 .await
             {
                 Ok(r) => r,

@@ -164,6 +164,7 @@ impl McpProxy {
         &self,
         resp: reqwest::Response,
         headers: &HeaderMap,
+        caller: &str,
         policy: Arc<Policy>,
     ) -> Response {
         if !(resp.status().is_success()
@@ -175,7 +176,7 @@ impl McpProxy {
         let head = head_of(&resp);
         let this = self.clone();
         let session = mcp_session(headers);
-        let fallback = context(headers, &Value::Null).unwrap_or_default();
+        let fallback = context(headers, caller, &Value::Null).unwrap_or_default();
         let parent = trace::parent_from_headers(headers);
         let mut shutdown = self.0.shutdown.clone();
         let mut resp = resp;

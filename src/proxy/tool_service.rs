@@ -227,6 +227,7 @@ impl ToolProxy {
     async fn admit(
         &self,
         metadata: MetadataMap,
+        who: String,
         msg: proto::InvokeRequest,
     ) -> Result<Admission, ApiError> {
         let start = Instant::now();
@@ -238,12 +239,13 @@ impl ToolProxy {
         let proto_context = msg.context.clone();
         let arguments_json = msg.arguments_json.clone();
         let tool_name = msg.tool_name.clone();
-        let event = convert::tool_call_start(proto::ToolCallStartRequest {
+        let mut event = convert::tool_call_start(proto::ToolCallStartRequest {
             context: msg.context,
             tool_name: msg.tool_name,
             arguments_json: msg.arguments_json,
             pause_id: msg.pause_id,
         })?;
+        event.context.caller = who;
         let context = event.context.clone();
         let mut arguments = event.arguments.clone();
         let policy = self.store.for_tenant(&context.tenant, policy);
@@ -488,8 +490,9 @@ impl ToolService for ToolProxy {
         &self,
         req: Request<proto::InvokeRequest>,
     ) -> Result<Response<proto::InvokeResponse>, Status> {
-        let (metadata, _, msg) = req.into_parts();
-        let mut a = match self.admit(metadata, msg).await? {
+        let (metadata, ext, msg) = req.into_parts();
+        let who = crate::api::caller_of(&ext);
+        let mut a = match self.admit(metadata, who, msg).await? {
             Admission::Forward(a) => a,
             Admission::Answered {
                 start_decision,
@@ -536,14 +539,15 @@ impl ToolService for ToolProxy {
         &self,
         req: Request<proto::InvokeStreamRequest>,
     ) -> Result<Response<Self::InvokeStreamStream>, Status> {
-        let (metadata, _, m) = req.into_parts();
+        let (metadata, ext, m) = req.into_parts();
+        let who = crate::api::caller_of(&ext);
         let msg = proto::InvokeRequest {
             context: m.context,
             tool_name: m.tool_name,
             arguments_json: m.arguments_json,
             pause_id: m.pause_id,
         };
-        let mut a = match self.admit(metadata, msg).await? {
+        let mut a = match self.admit(metadata, who, msg).await? {
             Admission::Forward(a) => a,
             Admission::Answered {
                 start_decision,

@@ -46,6 +46,8 @@ pub struct CompiledRule {
     pub roles: Vec<String>,
     /// Tools in scope (empty: all).
     pub tools: Vec<Glob>,
+    /// Verified callers in scope (empty: all, named or not).
+    pub callers: Vec<Glob>,
     pub action: Action,
     pub level: RiskLevel,
     pub reason: String,
@@ -63,9 +65,10 @@ pub struct CompiledRule {
 }
 
 impl CompiledRule {
-    pub fn applies_to(&self, kind: EventKind, tool: &str) -> bool {
+    pub fn applies_to(&self, kind: EventKind, tool: &str, caller: &str) -> bool {
         self.events & kind.bit() != 0
             && (self.tools.is_empty() || self.tools.iter().any(|g| g.matches(tool)))
+            && crate::policy::in_scope(&self.callers, caller)
     }
 
     /// Whether the rule looks at fields of this kind at all (roles aside).
@@ -408,7 +411,7 @@ impl FastRuleSet {
         let active: Vec<bool> = self
             .rules
             .iter()
-            .map(|r| r.applies_to(event.kind, &event.tool_name))
+            .map(|r| r.applies_to(event.kind, &event.tool_name, &event.context.caller))
             .collect();
         out.rules_evaluated = active.iter().filter(|a| **a).count() as u32;
 

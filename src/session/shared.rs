@@ -617,6 +617,7 @@ impl Shared {
                 ("fp", hex(&p.fingerprint)),
                 ("cause", serde_json::to_string(&p.cause).unwrap_or_default()),
                 ("ttl_ms", ms(ttl).to_string()),
+                ("caller", p.caller.clone()),
                 ("id", p.id.clone()),
             ] {
                 inv.arg(k).arg(v);
@@ -662,7 +663,8 @@ impl Shared {
         }
     }
 
-    async fn pause(&self, id: &str) -> Result<Option<Pause>, SharedError> {
+    /// One pause by id; `None` when the store has no such pause.
+    pub async fn pause(&self, id: &str) -> Result<Option<Pause>, SharedError> {
         let mut conn = self.conn()?;
         let fields: Vec<RValue> = self
             .bounded(
@@ -864,6 +866,7 @@ fn pause_of(h: &[(String, String)]) -> Option<Pause> {
         resolved_at: num("resolved_ms").map(|m| UNIX_EPOCH + Duration::from_millis(m)),
         approver: get("approver").unwrap_or("").to_string(),
         note: get("note").unwrap_or("").to_string(),
+        caller: get("caller").unwrap_or("").to_string(),
     }))
 }
 

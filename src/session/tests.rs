@@ -64,6 +64,7 @@ fn pause(store: &SessionStore, session: &str, fingerprint: [u8; 32]) -> Pause {
         redacted_arguments_json: "{\"table\":\"users\"}",
         cause: vec!["approval-required".into()],
         ttl: TTL,
+        caller: "",
     })
 }
 
@@ -73,20 +74,20 @@ fn pause(store: &SessionStore, session: &str, fingerprint: [u8; 32]) -> Pause {
 async fn ttl_expiry_starts_the_session_afresh() {
     let store = SessionStore::new();
     let c = cfg(60, 100);
-    store.touch("s1", &c);
+    store.touch("s1", "", &c);
     assert_eq!(store.apply_effects("s1", 2, true, true), 2);
 
     // Seen again within the TTL: the state stays, and the TTL restarts from this touch.
     advance(Duration::from_secs(59)).await;
-    let snap = store.touch("s1", &c);
+    let snap = store.touch("s1", "", &c);
     assert_eq!(snap.strikes, 2);
     assert!(snap.used_high_risk_tool);
     advance(Duration::from_secs(59)).await;
-    assert_eq!(store.touch("s1", &c).strikes, 2);
+    assert_eq!(store.touch("s1", "", &c).strikes, 2);
 
     // Idle past the TTL: a fresh session under the same id.
     advance(Duration::from_secs(61)).await;
-    let snap = store.touch("s1", &c);
+    let snap = store.touch("s1", "", &c);
     assert_eq!(snap.strikes, 0);
     assert!(!snap.used_high_risk_tool);
     let s = store.get("s1").unwrap();
@@ -99,15 +100,15 @@ async fn max_sessions_evicts_the_least_recently_seen() {
     let store = SessionStore::new();
     let c = cfg(3600, 3);
     for id in ["a", "b", "c"] {
-        store.touch(id, &c);
+        store.touch(id, "", &c);
         advance(Duration::from_secs(1)).await;
     }
     // `a` is seen again, so `b` is now the least recently seen.
-    store.touch("a", &c);
+    store.touch("a", "", &c);
     advance(Duration::from_secs(1)).await;
     assert_eq!(store.evicted(), 0);
 
-    store.touch("d", &c);
+    store.touch("d", "", &c);
     assert_eq!(store.active(), 3);
     assert_eq!(store.evicted(), 1);
     assert!(store.get("b").is_none());
@@ -116,7 +117,7 @@ async fn max_sessions_evicts_the_least_recently_seen() {
     }
 
     advance(Duration::from_secs(1)).await;
-    store.touch("e", &c);
+    store.touch("e", "", &c);
     assert_eq!(store.evicted(), 2);
     assert!(store.get("c").is_none());
 }
@@ -125,7 +126,7 @@ async fn max_sessions_evicts_the_least_recently_seen() {
 async fn strikes_accumulate_and_flags_stick() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
+    store.touch("s1", "", &c);
     assert_eq!(store.apply_effects("s1", 1, false, false), 1);
     assert_eq!(store.apply_effects("s1", 2, true, false), 3);
     assert_eq!(store.apply_effects("s1", 0, false, true), 3);
@@ -136,12 +137,12 @@ async fn strikes_accumulate_and_flags_stick() {
         "a flag is never cleared by a later event"
     );
     assert!(s.used_high_risk_tool);
-    let snap = store.touch("s1", &c);
+    let snap = store.touch("s1", "", &c);
     assert_eq!(snap.strikes, 3);
     assert!(snap.used_high_risk_tool);
 
     // Another session is untouched; an unknown one is not created by effects.
-    store.touch("s2", &c);
+    store.touch("s2", "", &c);
     assert_eq!(store.get("s2").unwrap().strikes, 0);
     assert_eq!(store.apply_effects("ghost", 1, true, true), 1);
     assert!(store.get("ghost").is_none());
@@ -151,8 +152,8 @@ async fn strikes_accumulate_and_flags_stick() {
 async fn next_attempt_counts_per_step_and_call() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     assert_eq!(store.next_attempt("s1", "step-1", "tool_call_start:a"), 1);
     assert_eq!(store.next_attempt("s1", "step-1", "tool_call_start:a"), 2);
     // Another call in the same step, and the same call in another step, count on their own.
@@ -172,8 +173,8 @@ async fn next_attempt_counts_per_step_and_call() {
 async fn session_bucket_allows_burst_then_refills_per_minute() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     let l = limit(RateScope::Session, 2, 60.0);
     assert!(store.rate_allows(&l, "s1", ""));
     assert!(store.rate_allows(&l, "s1", ""));
@@ -203,7 +204,7 @@ async fn global_bucket_is_shared_across_sessions() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
     for s in ["s1", "s2", "s3"] {
-        store.touch(s, &c);
+        store.touch(s, "", &c);
     }
     let l = limit(RateScope::Global, 2, 60.0);
     assert!(store.rate_allows(&l, "s1", "t1"));
@@ -219,7 +220,7 @@ async fn tenant_bucket_is_shared_by_the_tenants_sessions_only() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
     for s in ["s1", "s2", "s3"] {
-        store.touch(s, &c);
+        store.touch(s, "", &c);
     }
     let l = limit(RateScope::Tenant, 2, 60.0);
     assert!(store.rate_allows(&l, "s1", "acme"));
@@ -239,8 +240,8 @@ async fn tenant_bucket_is_shared_by_the_tenants_sessions_only() {
 async fn repeating_a_pending_call_gives_the_same_pause() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     let p1 = pause(&store, "s1", fp(1));
     assert!(p1.id.starts_with("pause-"));
     assert_eq!(p1.state(), PauseState::Pending);
@@ -262,7 +263,7 @@ async fn repeating_a_pending_call_gives_the_same_pause() {
 #[tokio::test]
 async fn approval_is_redeemed_once() {
     let store = SessionStore::new();
-    store.touch("s1", &cfg(3600, 100));
+    store.touch("s1", "", &cfg(3600, 100));
     let p = pause(&store, "s1", fp(1));
     assert_eq!(
         store.redeem(&p.id, "s1", &fp(1)),
@@ -300,7 +301,7 @@ async fn approval_is_redeemed_once() {
 #[tokio::test]
 async fn denial_is_final() {
     let store = SessionStore::new();
-    store.touch("s1", &cfg(3600, 100));
+    store.touch("s1", "", &cfg(3600, 100));
     let p = pause(&store, "s1", fp(1));
     store.resolve(&p.id, false, "bob", "too risky").unwrap();
     for _ in 0..2 {
@@ -328,7 +329,7 @@ async fn denial_is_final() {
 #[tokio::test(start_paused = true)]
 async fn pending_pause_expires() {
     let store = SessionStore::new();
-    store.touch("s1", &cfg(3600, 100));
+    store.touch("s1", "", &cfg(3600, 100));
     let p = pause(&store, "s1", fp(1));
     advance(TTL - Duration::from_secs(1)).await;
     assert_eq!(store.pending_pauses(), 1);
@@ -357,7 +358,7 @@ async fn pending_pause_expires() {
 #[tokio::test(start_paused = true)]
 async fn unused_approval_expires_too() {
     let store = SessionStore::new();
-    store.touch("s1", &cfg(3600, 100));
+    store.touch("s1", "", &cfg(3600, 100));
     let p = pause(&store, "s1", fp(1));
     store.resolve(&p.id, true, "alice", "").unwrap();
     advance(TTL + Duration::from_secs(1)).await;
@@ -371,8 +372,8 @@ async fn unused_approval_expires_too() {
 async fn redeem_is_bound_to_session_and_call() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     let p = pause(&store, "s1", fp(1));
     store.resolve(&p.id, true, "alice", "").unwrap();
     assert_eq!(store.redeem(&p.id, "s2", &fp(1)), Redeemed::NotThisCall);
@@ -392,8 +393,8 @@ async fn redeem_is_bound_to_session_and_call() {
 async fn list_pauses_without_session_shows_pending_only() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     let a = pause(&store, "s1", fp(1));
     let b = pause(&store, "s1", fp(2));
     let x = pause(&store, "s2", fp(3));
@@ -431,7 +432,7 @@ async fn finding_reaches_subscriber_and_flags_on_warn_or_block() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
     for s in ["pass", "fail", "warn", "block"] {
-        store.touch(s, &c);
+        store.touch(s, "", &c);
     }
     let mut rx = store.subscribe();
 
@@ -480,7 +481,7 @@ async fn finding_reaches_subscriber_and_flags_on_warn_or_block() {
 #[tokio::test]
 async fn findings_are_bounded_per_session_newest_kept() {
     let store = SessionStore::new();
-    store.touch("s1", &cfg(3600, 100));
+    store.touch("s1", "", &cfg(3600, 100));
     for i in 0..100 {
         let mut f = finding("s1", Some(VerdictKind::Pass), Action::Allow, false);
         f.decision_id = format!("d-{i}");
@@ -496,8 +497,8 @@ async fn findings_are_bounded_per_session_newest_kept() {
 async fn late_findings_are_taken_exactly_once() {
     let store = SessionStore::new();
     let c = cfg(3600, 100);
-    store.touch("s1", &c);
-    store.touch("s2", &c);
+    store.touch("s1", "", &c);
+    store.touch("s2", "", &c);
     store.record_finding(finding(
         "s1",
         Some(VerdictKind::Block),
@@ -536,10 +537,10 @@ async fn late_findings_are_taken_exactly_once() {
 async fn sweep_drops_idle_sessions_and_old_pauses() {
     let store = SessionStore::new();
     let c = cfg(60, 100);
-    store.touch("idle", &c);
+    store.touch("idle", "", &c);
     let expiring = pause(&store, "idle", fp(1));
     advance(Duration::from_secs(30)).await;
-    store.touch("busy", &c);
+    store.touch("busy", "", &c);
     let long_lived = store.pause(NewPause {
         session: "busy",
         step: "1",
@@ -549,6 +550,7 @@ async fn sweep_drops_idle_sessions_and_old_pauses() {
         redacted_arguments_json: "{}",
         cause: Vec::new(),
         ttl: Duration::from_secs(24 * 3600),
+        caller: "",
     });
 
     advance(Duration::from_secs(31)).await;
@@ -575,10 +577,10 @@ async fn sweep_drops_idle_sessions_and_old_pauses() {
 async fn touch_sweeps_periodically() {
     let store = SessionStore::new();
     let c = cfg(60, 100_000);
-    store.touch("idle", &c);
+    store.touch("idle", "", &c);
     advance(Duration::from_secs(61)).await;
     for _ in 0..(SWEEP_EVERY - 1) {
-        store.touch("busy", &c);
+        store.touch("busy", "", &c);
     }
     assert!(store.get("idle").is_none());
     assert_eq!(store.active(), 1);

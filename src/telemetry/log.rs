@@ -86,6 +86,8 @@ struct Line<'a> {
     session: &'a str,
     step: &'a str,
     tenant: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    caller: &'a str,
     event: &'a str,
     tool: &'a str,
     tier: Option<&'static str>,
@@ -288,6 +290,7 @@ impl DecisionLog {
             session: &event.context.session_id,
             step: &event.context.step_id,
             tenant: &event.context.tenant,
+            caller: &event.context.caller,
             event: event.kind.as_str(),
             tool: &event.tool_name,
             tier: tier.map(RiskLevel::as_str),

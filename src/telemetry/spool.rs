@@ -146,7 +146,7 @@ pub(super) struct Record {
     span: Option<PendingSpan>,
 }
 
-const FIELDS: usize = 8;
+const FIELDS: usize = 9;
 
 #[derive(Clone, Copy)]
 struct Head {
@@ -240,6 +240,8 @@ impl Record {
         ends[6] = offset(text);
         let output = carry(text, std::mem::take(&mut event.output));
         ends[7] = offset(text);
+        text.push_str(&event.context.caller);
+        ends[8] = offset(text);
         let head = Head {
             kind: event.kind,
             is_error: event.is_error,
@@ -320,6 +322,7 @@ impl Record {
         let trace_id = field(5).to_string();
         let inline_arguments = field(6);
         let inline_output = field(7);
+        event.context.caller = field(8).to_string();
         let d = Decision {
             action: h.action,
             status: h.status,
@@ -345,6 +348,7 @@ impl Record {
             deep_awaited: h.deep_awaited,
             deep_pending: h.deep_pending,
             trace_id,
+            caller: String::new(),
         };
         event.is_error = h.is_error;
         // When the text crossed, the line reads it and the tree stays unbuilt.

@@ -404,6 +404,9 @@ fn finish(
     if !tier.is_empty() {
         attrs.push(KeyValue::new("toolgate.tier", tier));
     }
+    if !e.context.caller.is_empty() {
+        attrs.push(KeyValue::new("toolgate.caller", e.context.caller.clone()));
+    }
     if let Some(a) = d.shadow_action {
         attrs.push(KeyValue::new("toolgate.shadow_action", a.as_str()));
     }

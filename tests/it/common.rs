@@ -55,6 +55,8 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         tracing: Default::default(),
         approver_token: token.map(str::to_string),
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("server starts")

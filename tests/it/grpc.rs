@@ -425,6 +425,8 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         mcp: None,
         review: None,
         upstream: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .unwrap();
@@ -472,6 +474,8 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         mcp: None,
         review: None,
         upstream: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .err()

@@ -209,6 +209,8 @@ pub(super) async fn proxy_with(
             timeout,
             max_open: 1024,
         }),
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("server starts");

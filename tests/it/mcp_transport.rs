@@ -36,6 +36,8 @@ async fn proxy(upstream: &str, max_open: usize) -> (Running, String) {
             timeout: Duration::from_secs(30),
             max_open,
         }),
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("toolgate starts");

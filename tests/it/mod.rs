@@ -7,6 +7,7 @@ mod grpc;
 mod mcp;
 mod mcp_definitions;
 mod mcp_transport;
+mod mtls;
 mod observability;
 mod readme;
 mod reload;

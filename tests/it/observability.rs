@@ -44,6 +44,8 @@ async fn metrics_admin_endpoints_and_decision_log() {
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .unwrap();
@@ -183,6 +185,8 @@ async fn the_health_listener_serves_probes_only_and_mode_overrides_the_pack() {
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .unwrap();

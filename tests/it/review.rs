@@ -28,6 +28,8 @@ async fn serve(policy: std::path::PathBuf, timeout: Duration) -> Running {
             timeout,
         }),
         upstream: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("server starts")

@@ -43,6 +43,8 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("server starts");

@@ -178,6 +178,8 @@ async fn proxy_trusting(
         tracing: Default::default(),
         approver_token: None,
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .expect("toolgate starts")

@@ -28,6 +28,8 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         },
         approver_token: None,
         mcp: None,
+        tls: None,
+        tls_poll: std::time::Duration::from_secs(5),
     })
     .await
     .unwrap();

@@ -163,6 +163,7 @@ fn spec(id: &str, rule: Arc<dyn DeepRule>) -> DeepRuleSpec {
         rule,
         events: EventKind::ToolCallStart.bit(),
         tools: vec![],
+        callers: vec![],
         block_threshold: 0.8,
         warn_threshold: 0.5,
         action: Action::Retry,
@@ -1290,7 +1291,7 @@ async fn an_approval_keeps_a_late_verdict_on_another_event_by_a_rule_that_caused
 async fn attempts_past_the_retry_table_bound_read_as_just_past_the_limit() {
     let p = policy("", "", vec![]);
     let rt = Runtime::start(&p, None, false);
-    rt.sessions.touch("s1", &p.sessions);
+    rt.sessions.touch("s1", "", &p.sessions);
     for i in 0..256 {
         rt.sessions
             .next_attempt("s1", "1", &format!("tool_call_start:t{i}"));

@@ -1,0 +1,390 @@
+//! mTLS on the gRPC listener: certificates from a test CA (rcgen), the caller's identity
+//! from the client certificate, caller-scoped rules and tiers, unknown callers refused,
+//! approvers, and an agent that cannot approve its own pause.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+    SanType,
+};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+use toolgate::app::{Running, ServeOptions, start};
+use toolgate::proto::guard_service_client::GuardServiceClient;
+use toolgate::proto::{
+    Action, EventContext, GetSessionRequest, ListPausesRequest, Resolution, ResolvePauseRequest,
+    RiskLevel, ToolCallStartRequest,
+};
+use toolgate::tls::TlsFiles;
+
+const AGENT_A: &str = "spiffe://cluster.local/ns/agents/sa/agent-a";
+const AGENT_B: &str = "spiffe://cluster.local/ns/agents/sa/agent-b";
+const ONCALL: &str = "spiffe://cluster.local/ns/ops/sa/oncall";
+const STRANGER: &str = "spiffe://other.example/ns/x/sa/y";
+
+const PACK: &str = r#"
+policy_pack: mtls-test
+version: "1"
+gateway:
+  sync: { timeout_ms: 5000, fail_open: false }
+tool_risks:
+  ci.run: low
+sync_rules:
+  - id: wire-needs-human
+    regex: "wire transfer"
+    action: pause
+    applies_to: [tool_call_start]
+  - id: agent-b-no-deploys
+    regex: "deploy"
+    action: stop
+    applies_to: [tool_call_start]
+    callers: ["spiffe://cluster.local/ns/agents/sa/agent-b"]
+callers:
+  known: ["spiffe://cluster.local/ns/agents/sa/*", "spiffe://cluster.local/ns/ops/sa/*"]
+  unknown: deny
+  tool_risks:
+    - callers: ["spiffe://cluster.local/ns/agents/sa/agent-b"]
+      tools: { ci.run: high }
+approvers: ["spiffe://cluster.local/ns/ops/sa/oncall"]
+"#;
+
+/// A CA, and certificates it issues.
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        Ca {
+            issuer: CertifiedIssuer::self_signed(p, KeyPair::generate().unwrap()).unwrap(),
+        }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A leaf with these DNS names and, when given, a SPIFFE ID: (cert PEM, key PEM).
+    fn leaf(&self, dns: &[&str], spiffe: Option<&str>) -> (String, String) {
+        let mut p =
+            CertificateParams::new(dns.iter().map(|d| d.to_string()).collect::<Vec<_>>()).unwrap();
+        if let Some(id) = spiffe {
+            p.subject_alt_names
+                .push(SanType::URI(id.try_into().unwrap()));
+        }
+        let key = KeyPair::generate().unwrap();
+        let cert = p.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+struct Setup {
+    ca: Ca,
+    server: Running,
+    dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("toolgate test CA");
+    let (cert, key) = ca.leaf(&["localhost"], None);
+    let tls = TlsFiles {
+        cert: write(dir.path(), "server.pem", &cert),
+        key: write(dir.path(), "server.key", &key),
+        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
+    };
+    let policy = write(dir.path(), "pack.yaml", PACK);
+    let server = start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(policy),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+        health_listen: None,
+        mode: None,
+        unix: None,
+        review: None,
+        upstream: None,
+        tls: Some(tls),
+        tls_poll: Duration::from_millis(100),
+    })
+    .await
+    .expect("server starts");
+    Setup { ca, server, dir }
+}
+
+/// A client trusting `trust` and, when given, presenting `identity` (cert PEM, key PEM).
+async fn connect(
+    s: &Running,
+    trust: &str,
+    identity: Option<(String, String)>,
+) -> Result<GuardServiceClient<Channel>, tonic::transport::Error> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(trust))
+        .domain_name("localhost");
+    if let Some((cert, key)) = identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    let ch = Channel::from_shared(format!("https://localhost:{}", s.addr.port()))
+        .unwrap()
+        .tls_config(tls)?
+        .connect()
+        .await?;
+    Ok(GuardServiceClient::new(ch))
+}
+
+async fn as_agent(st: &Setup, id: &str) -> GuardServiceClient<Channel> {
+    connect(&st.server, &st.ca.pem(), Some(st.ca.leaf(&[], Some(id))))
+        .await
+        .expect("an mTLS client connects")
+}
+
+fn call(session: &str, tool: &str, args: &str) -> ToolCallStartRequest {
+    ToolCallStartRequest {
+        context: Some(EventContext {
+            session_id: session.into(),
+            step_id: "1".into(),
+            ..Default::default()
+        }),
+        tool_name: tool.into(),
+        arguments_json: args.into(),
+        pause_id: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn without_a_client_certificate_or_with_one_from_another_ca_nothing_is_answered() {
+    let st = setup().await;
+    // No client certificate: the handshake (or the first call on it) fails.
+    let refused = match connect(&st.server, &st.ca.pem(), None).await {
+        Err(_) => true,
+        Ok(mut c) => c.tool_call_start(call("s", "ci.run", "{}")).await.is_err(),
+    };
+    assert!(refused, "a client without a certificate is refused");
+    // The right name, signed by a CA the server does not trust.
+    let rogue = Ca::new("rogue CA");
+    let refused = match connect(
+        &st.server,
+        &st.ca.pem(),
+        Some(rogue.leaf(&[], Some(AGENT_A))),
+    )
+    .await
+    {
+        Err(_) => true,
+        Ok(mut c) => c.tool_call_start(call("s", "ci.run", "{}")).await.is_err(),
+    };
+    assert!(refused, "a certificate from another CA is refused");
+    // The server still answers the right client.
+    let mut c = as_agent(&st, AGENT_A).await;
+    let d = c
+        .tool_call_start(call("s", "ci.run", r#"{"job":"lint"}"#))
+        .await
+        .expect("the right identity passes")
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.action(), Action::Allow);
+    assert_eq!(d.caller, AGENT_A, "the decision names the verified caller");
+    st.server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_caller_scoped_rule_and_tier_apply_to_their_caller_only_and_strangers_are_refused() {
+    let st = setup().await;
+    let args = r#"{"job":"deploy to staging"}"#;
+    let mut a = as_agent(&st, AGENT_A).await;
+    let da = a
+        .tool_call_start(call("sa", "ci.run", args))
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(da.action(), Action::Allow, "{da:?}");
+    assert_eq!(da.risk.as_ref().unwrap().level(), RiskLevel::Low);
+    let mut b = as_agent(&st, AGENT_B).await;
+    let db = b
+        .tool_call_start(call("sb", "ci.run", args))
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(db.action(), Action::Stop, "{db:?}");
+    assert!(db.hits.iter().any(|h| h.rule_id == "agent-b-no-deploys"));
+    assert_eq!(db.caller, AGENT_B);
+    assert_eq!(
+        db.risk.as_ref().unwrap().level(),
+        RiskLevel::High,
+        "agent-b's own tier for ci.run"
+    );
+    // A certificate from the trusted CA, but an identity the pack does not know.
+    let mut x = as_agent(&st, STRANGER).await;
+    let err = x
+        .tool_call_start(call("sx", "ci.run", "{}"))
+        .await
+        .expect_err("an unknown caller is refused");
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    assert!(err.message().contains(STRANGER), "{}", err.message());
+    // The caller cannot be claimed in the request: labels are just labels.
+    let mut req = call("sx", "ci.run", "{}");
+    req.context
+        .as_mut()
+        .unwrap()
+        .labels
+        .insert("caller".into(), AGENT_A.into());
+    assert_eq!(
+        x.tool_call_start(req).await.unwrap_err().code(),
+        tonic::Code::PermissionDenied
+    );
+    st.server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_cannot_approve_its_own_pause_and_sees_only_its_own_sessions() {
+    let st = setup().await;
+    let mut a = as_agent(&st, AGENT_A).await;
+    let d = a
+        .tool_call_start(call(
+            "pay-1",
+            "bank.send",
+            r#"{"memo":"wire transfer 900"}"#,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.action(), Action::Pause, "{d:?}");
+    let pause_id = d.pause.unwrap().pause_id;
+    let resolve = |approve: bool| ResolvePauseRequest {
+        pause_id: pause_id.clone(),
+        resolution: if approve {
+            Resolution::Approve
+        } else {
+            Resolution::Deny
+        } as i32,
+        approver: "me".into(),
+        note: String::new(),
+    };
+    // The agent is no approver, and could never approve this pause anyway.
+    let err = a.resolve_pause(resolve(true)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    // Another agent sees neither the session nor the pause, and cannot resolve it.
+    let mut b = as_agent(&st, AGENT_B).await;
+    let err = b
+        .get_session(GetSessionRequest {
+            session_id: "pay-1".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    let listed = b
+        .list_pauses(ListPausesRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .pauses;
+    assert!(listed.is_empty(), "{listed:?}");
+    assert_eq!(
+        b.resolve_pause(resolve(true)).await.unwrap_err().code(),
+        tonic::Code::PermissionDenied
+    );
+    // The agent sees its own session and pause.
+    a.get_session(GetSessionRequest {
+        session_id: "pay-1".into(),
+    })
+    .await
+    .expect("its own session");
+    let mine = a
+        .list_pauses(ListPausesRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .pauses;
+    assert_eq!(mine.len(), 1);
+    // The approver resolves it, and the record names the verified identity.
+    let mut oncall = as_agent(&st, ONCALL).await;
+    let p = oncall
+        .resolve_pause(resolve(true))
+        .await
+        .expect("an approver approves")
+        .into_inner()
+        .pause
+        .unwrap();
+    assert!(p.approver.contains(ONCALL), "{}", p.approver);
+    st.server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_approver_identity_cannot_approve_a_pause_its_own_call_made() {
+    let st = setup().await;
+    let mut oncall = as_agent(&st, ONCALL).await;
+    let d = oncall
+        .tool_call_start(call("ops-1", "bank.send", r#"{"memo":"wire transfer 5"}"#))
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.action(), Action::Pause);
+    let err = oncall
+        .resolve_pause(ResolvePauseRequest {
+            pause_id: d.pause.unwrap().pause_id,
+            resolution: Resolution::Approve as i32,
+            approver: "oncall".into(),
+            note: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    assert!(err.message().contains("its own pause"), "{}", err.message());
+    st.server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rotated_server_certificate_is_served_to_new_connections() {
+    let st = setup().await;
+    let dir = st.dir.path();
+    // A new CA signs the new server certificate; the client CA file stays.
+    let next = Ca::new("next server CA");
+    let (cert, key) = next.leaf(&["localhost"], None);
+    // Key first, then the certificate: the watcher keeps the old pair until both match.
+    std::fs::write(dir.join("server.key"), key).unwrap();
+    std::fs::write(dir.join("server.pem"), cert).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let c = connect(
+            &st.server,
+            &next.pem(),
+            Some(st.ca.leaf(&[], Some(AGENT_A))),
+        )
+        .await;
+        if let Ok(mut c) = c
+            && c.tool_call_start(call("r", "ci.run", "{}")).await.is_ok()
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new certificate was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    st.server.stop().await.unwrap();
+}
