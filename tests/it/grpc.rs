@@ -451,6 +451,10 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
         .unwrap()
         .decision();
     assert_eq!(d.action(), Action::Stop);
+    // The caller is the peer's uid, as the kernel reports it: the socket file is ours.
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(&sock).unwrap().uid();
+    assert_eq!(d.caller, format!("unix:uid={uid}"));
     s.stop().await.unwrap();
 
     // A path that holds something other than a socket is refused, never deleted.

@@ -318,16 +318,42 @@ async fn an_agent_cannot_approve_its_own_pause_and_sees_only_its_own_sessions() 
         .into_inner()
         .pauses;
     assert_eq!(mine.len(), 1);
-    // The approver resolves it, and the record names the verified identity.
-    let mut oncall = as_agent(&st, ONCALL).await;
-    let p = oncall
-        .resolve_pause(resolve(true))
+    // The approver resolves it with `toolgate pauses` over mTLS, and the record names the
+    // verified identity.
+    let (cert, key) = st.ca.leaf(&[], Some(ONCALL));
+    let d = st.dir.path();
+    let tls = [
+        ("--tls-ca", write(d, "cli-ca.pem", &st.ca.pem())),
+        ("--tls-cert", write(d, "cli.pem", &cert)),
+        ("--tls-key", write(d, "cli.key", &key)),
+    ];
+    let server = format!("https://localhost:{}", st.server.addr.port());
+    // Off the runtime's thread: the server answers on it.
+    let cli = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        c.arg("pauses").args(args).arg("--server").arg(&server);
+        for (flag, path) in &tls {
+            c.arg(flag).arg(path);
+        }
+        tokio::task::spawn_blocking(move || c.output().unwrap())
+    };
+    let listed = cli(&["list"]).await.unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&pause_id));
+    let approved = cli(&["approve", &pause_id, "--approver", "oncall-human"])
         .await
-        .expect("an approver approves")
-        .into_inner()
-        .pause
         .unwrap();
-    assert!(p.approver.contains(ONCALL), "{}", p.approver);
+    assert!(approved.status.success(), "{approved:?}");
+    let p = a
+        .list_pauses(ListPausesRequest {
+            session_id: "pay-1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .pauses
+        .remove(0);
+    assert_eq!(p.approver, format!("oncall-human ({ONCALL})"));
     st.server.stop().await.unwrap();
 }
 
@@ -387,4 +413,100 @@ async fn a_rotated_server_certificate_is_served_to_new_connections() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     st.server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_mcp_proxy_over_mtls_refuses_an_unknown_caller_before_reading_its_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("toolgate test CA");
+    let (cert, key) = ca.leaf(&["localhost"], None);
+    let tls = TlsFiles {
+        cert: write(dir.path(), "server.pem", &cert),
+        key: write(dir.path(), "server.key", &key),
+        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
+    };
+    // An upstream that is never there: a known caller gets as far as forwarding (502).
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}/mcp", dead.local_addr().unwrap());
+    drop(dead);
+    let server = start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(write(dir.path(), "pack.yaml", PACK)),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: Some(toolgate::proxy::mcp::McpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream,
+            timeout: Duration::from_secs(5),
+            max_open: 64,
+        }),
+        health_listen: None,
+        mode: None,
+        unix: None,
+        review: None,
+        upstream: None,
+        tls: Some(tls),
+        tls_poll: Duration::from_secs(5),
+    })
+    .await
+    .expect("server starts");
+    let url = format!("https://localhost:{}/mcp", server.mcp_addr.unwrap().port());
+    let post = |id: &str| {
+        let (cert, key) = ca.leaf(&[], Some(id));
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
+            .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
+            .resolve("localhost", server.mcp_addr.unwrap())
+            .build()
+            .unwrap();
+        let url = url.clone();
+        async move {
+            client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ci.run","arguments":{}}}"#)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let refused = post(STRANGER).await;
+    assert_eq!(refused.status(), reqwest::StatusCode::FORBIDDEN);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains(STRANGER), "{body}");
+    let known = post(AGENT_A).await;
+    assert_eq!(known.status(), reqwest::StatusCode::BAD_GATEWAY);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn admin_off_loopback_needs_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(write(dir.path(), "pack.yaml", PACK)),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: Some("0.0.0.0:0".parse().unwrap()),
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+        health_listen: None,
+        mode: None,
+        unix: None,
+        review: None,
+        upstream: None,
+        tls: None,
+        tls_poll: Duration::from_secs(5),
+    })
+    .await
+    .err()
+    .expect("refused without TLS");
+    assert!(err.to_string().contains("--admin-listen"), "{err}");
 }
