@@ -278,9 +278,19 @@ fn path_segments(path: &str) -> Vec<Seg<'_>> {
 /// default) also reads `on`, `off`, `yes`, `no`, `y` and `n` as booleans, which turns the rule
 /// key `on:` into `true:` and a value such as `kinds: [no]` into `false`; only `true` and
 /// `false` (in any of their three spellings) are booleans here.
+///
+/// Nesting is capped well below the parser's own limit: each level costs tens of KiB of
+/// stack in a debug build, and a pack is reloaded on a 2 MiB runtime thread, so a file nested
+/// 60 levels deep would overflow it (the fuzz target found this). Real packs nest under 10.
 pub fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::options! { strict_booleans: true }
+    serde_saphyr::options! {
+        strict_booleans: true,
+        budget: serde_saphyr::budget! { max_depth: MAX_YAML_DEPTH },
+    }
 }
+
+/// The deepest nesting a pack or scenario file may have.
+const MAX_YAML_DEPTH: usize = 24;
 
 /// Reads YAML text into a line-aware tree.
 pub fn parse_yaml(text: &str) -> Result<Node, Problem> {

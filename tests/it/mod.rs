@@ -3,6 +3,7 @@ mod cli;
 mod common;
 mod deep;
 mod deploy;
+mod fuzz;
 mod grpc;
 mod mcp;
 mod mcp_definitions;
