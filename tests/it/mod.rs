@@ -14,6 +14,7 @@ mod readme;
 mod reload;
 mod replicas;
 mod review;
+mod secrets;
 mod services;
 mod tenants;
 mod timebox;

@@ -223,10 +223,12 @@ impl Toolgate {
         cmd.args(["serve", "--listen", &addr, "--admin-listen", &admin])
             .arg("--policy")
             .arg(policy)
-            .args(["--decision-log", "off"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap());
+        if !extra.contains(&"--decision-log") {
+            cmd.args(["--decision-log", "off"]);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -253,6 +255,23 @@ impl Toolgate {
                 t.log()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGTERM, then waits for the process to drain and exit; true when it exited cleanly.
+    pub async fn terminate(&mut self) -> bool {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            assert!(Instant::now() < deadline, "toolgate did not stop");
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
