@@ -120,6 +120,7 @@ fn bench(c: &mut Criterion) {
         tool_name: "web.fetch".into(),
         task_goal: String::new(),
         text: "output: a slow page".into(),
+        charge: Default::default(),
     });
     let mut queued = 0;
     tokio.block_on(async {

@@ -2020,6 +2020,7 @@ mod tests {
             tool_name: "web_fetch".into(),
             task_goal: "summarize the page".into(),
             text: text.into(),
+            charge: Default::default(),
         })
     }
 

@@ -28,6 +28,17 @@ pub struct DeepInput {
     pub task_goal: String,
     /// One `label: text` block per field (`output: …`, `$.command: …`, `user: …`).
     pub text: String,
+    /// The queue's byte budget, taken by the first of this event's jobs to be queued and
+    /// given back when the last holder of the input lets it go: one event, one charge,
+    /// however many rules read it.
+    pub charge: pool::ChargeSlot,
+}
+
+impl DeepInput {
+    /// The bytes this input holds, as the queue's budget counts them.
+    pub fn bytes(&self) -> usize {
+        self.text.len() + self.task_goal.len() + self.tool_name.len()
+    }
 }
 
 pub use crate::decision::VerdictKind;

@@ -352,6 +352,7 @@ mod tests {
             tool_name: "web.fetch".into(),
             task_goal: String::new(),
             text: text.into(),
+            charge: Default::default(),
         }
     }
 

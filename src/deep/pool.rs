@@ -1,10 +1,11 @@
 //! The deep-rule queue: a bounded channel served by a fixed number of workers, plus the
 //! verdict cache. Submitting never waits: a full queue is answered at once, so the fast path
-//! cannot be slowed by deep rules, and memory is bounded by `queue_capacity` jobs of at most
-//! `MAX_INPUT_BYTES` each.
+//! cannot be slowed by deep rules. Memory is bounded twice: by `queue_capacity` jobs, and by
+//! a byte budget on the event text they hold (`queue_bytes`, each event counted once), so
+//! the worst case is the budget, not `queue_capacity × MAX_INPUT_BYTES`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -54,9 +55,35 @@ pub enum Submitted {
     Full,
 }
 
+/// Bytes of the queue's budget held by one input; given back when dropped.
+#[derive(Debug)]
+pub struct Charge {
+    bytes: usize,
+    held: Arc<AtomicUsize>,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Where an input keeps its charge. A copy of an input is a new input: it starts uncharged.
+#[derive(Debug, Default)]
+pub struct ChargeSlot(std::sync::OnceLock<Charge>);
+
+impl Clone for ChargeSlot {
+    fn clone(&self) -> Self {
+        ChargeSlot::default()
+    }
+}
+
 pub struct DeepPool {
     tx: mpsc::Sender<Job>,
     depth: Arc<AtomicI64>,
+    /// Bytes of event text held by queued and running jobs' inputs.
+    held: Arc<AtomicUsize>,
+    max_bytes: usize,
     cache: Arc<Mutex<VerdictCache>>,
     observer: Option<Arc<dyn PoolObserver>>,
     capacity: usize,
@@ -81,6 +108,7 @@ impl DeepPool {
     pub fn start(
         workers: usize,
         capacity: usize,
+        max_bytes: usize,
         sized_for: SystemTime,
         observer: Option<Arc<dyn PoolObserver>>,
     ) -> Arc<DeepPool> {
@@ -101,6 +129,8 @@ impl DeepPool {
         Arc::new(DeepPool {
             tx,
             depth,
+            held: Arc::new(AtomicUsize::new(0)),
+            max_bytes: max_bytes.max(1),
             cache,
             observer,
             capacity,
@@ -126,6 +156,11 @@ impl DeepPool {
         self.workers
     }
 
+    /// Bytes of event text the queued and running jobs hold now.
+    pub fn held_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
     /// Queues one job without waiting. `cache_key` must cover the policy version, the rule
     /// and everything in `input`.
     pub fn submit(
@@ -139,6 +174,23 @@ impl DeepPool {
         if let Some(v) = self.cached(&cache_key) {
             self.count(rule.id(), "cached");
             return Submitted::Cached(v);
+        }
+        if input.charge.0.get().is_none() {
+            let bytes = input.bytes();
+            let before = self.held.fetch_add(bytes, Ordering::Relaxed);
+            let charge = Charge {
+                bytes,
+                held: self.held.clone(),
+            };
+            if before + bytes > self.max_bytes {
+                // Given back at once (dropped): the job is refused as a full queue is.
+                drop(charge);
+                self.count(rule.id(), "queue_full");
+                return Submitted::Full;
+            }
+            // Another job of the same event may have charged it a moment ago: then this
+            // charge is dropped and its bytes given back.
+            let _ = input.charge.0.set(charge);
         }
         let (reply, rx) = oneshot::channel();
         let id = rule.id().to_string();
@@ -347,6 +399,89 @@ impl VerdictCache {
 mod tests {
     use super::*;
     use crate::deep::VerdictKind;
+
+    /// Waits on a gate the test opens: jobs stay running or queued until then.
+    #[derive(Debug)]
+    struct Gated(Arc<tokio::sync::Notify>, &'static str);
+
+    #[async_trait::async_trait]
+    impl DeepRule for Gated {
+        fn id(&self) -> &str {
+            self.1
+        }
+        fn budget(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(60)
+        }
+        async fn check(&self, _input: Arc<DeepInput>) -> JobResult {
+            self.0.notified().await;
+            Ok(Verdict {
+                verdict: VerdictKind::Pass,
+                risk_score: 0.0,
+                explanation: String::new(),
+                optimization_guidance: String::new(),
+                violated_policy_ids: Vec::new(),
+                policy_tags: Vec::new(),
+            })
+        }
+    }
+
+    fn big(n: u8) -> Arc<DeepInput> {
+        Arc::new(DeepInput {
+            event: crate::event::EventKind::ToolCallResult,
+            tool_name: "t".into(),
+            task_goal: String::new(),
+            text: char::from(b'a' + n).to_string().repeat(MAX_INPUT_BYTES - 1),
+            charge: Default::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn the_queue_holds_at_most_its_byte_budget_and_one_event_is_charged_once() {
+        let gate = Arc::new(tokio::sync::Notify::new());
+        // Room for 1024 jobs, but bytes for four inputs of the largest size.
+        let pool = DeepPool::start(1, 1024, 4 * MAX_INPUT_BYTES, SystemTime::now(), None);
+        let a: Arc<dyn DeepRule> = Arc::new(Gated(gate.clone(), "a"));
+        let b: Arc<dyn DeepRule> = Arc::new(Gated(gate.clone(), "b"));
+        let submit = |rule: &Arc<dyn DeepRule>, input: &Arc<DeepInput>, key: u8| {
+            pool.submit(
+                rule.clone(),
+                input.clone(),
+                [key; 32],
+                Box::new(|_| {}),
+                None,
+            )
+        };
+        let mut inputs = Vec::new();
+        let mut waiting = Vec::new();
+        let mut refused = 0;
+        for n in 0..10u8 {
+            let input = big(n);
+            // Two rules read each event: the second job costs no bytes.
+            for (i, rule) in [&a, &b].into_iter().enumerate() {
+                match submit(rule, &input, n * 2 + i as u8) {
+                    Submitted::Queued(rx) => waiting.push(rx),
+                    Submitted::Full => refused += 1,
+                    Submitted::Cached(_) => panic!("nothing is cached yet"),
+                }
+            }
+            inputs.push(input);
+        }
+        assert_eq!(waiting.len(), 8, "four events, both rules each");
+        assert_eq!(refused, 12);
+        assert!(pool.held_bytes() <= 4 * MAX_INPUT_BYTES);
+        // Every job ends and every input is let go: the budget is whole again.
+        drop(inputs);
+        for rx in waiting {
+            gate.notify_one();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), rx).await;
+            gate.notify_waiters();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.held_bytes() != 0 {
+            assert!(std::time::Instant::now() < deadline, "bytes not given back");
+            tokio::task::yield_now().await;
+        }
+    }
 
     #[test]
     fn verdict_text_is_bounded() {

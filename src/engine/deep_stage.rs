@@ -390,6 +390,7 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
         tool_name: event.tool_name.clone(),
         task_goal: goal.to_string(),
         text,
+        charge: Default::default(),
     }
 }
 

@@ -198,6 +198,7 @@ fn start_pool(policy: &Policy, recorder: &Arc<dyn Recorder>) -> Arc<DeepPool> {
     DeepPool::start(
         policy.async_cfg.workers as usize,
         policy.async_cfg.queue_capacity as usize,
+        policy.async_cfg.queue_bytes,
         policy.loaded_at,
         Some(recorder.clone() as Arc<dyn PoolObserver>),
     )

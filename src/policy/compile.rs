@@ -34,6 +34,9 @@ use crate::rules::{CatalogMatcher, CatalogRule, Prefilter, Validator};
 const DEFAULT_MAX_MESSAGE_BYTES: u64 = 4 * 1024 * 1024;
 const DEFAULT_PLAN_MAX_ACTIONS: usize = 20;
 const MAX_APPROVAL_TTL_S: u64 = 30 * 24 * 3600;
+/// The deep queue's default byte budget: 128 events at the 256 KiB input cap, instead of the
+/// 256 MiB that 1024 such events would hold.
+const DEFAULT_QUEUE_MIB: u32 = 32;
 /// Compiled-program size cap per custom regex: a pathological pattern is rejected at load,
 /// not discovered as a slow scan.
 const REGEX_SIZE_LIMIT: usize = 2 << 20;
@@ -415,12 +418,16 @@ impl Cx<'_> {
             fail_open: a.fail_open.unwrap_or(true),
             workers: a.workers.unwrap_or(4),
             queue_capacity: a.queue_capacity.unwrap_or(1024),
+            queue_bytes: (a.queue_max_mib.unwrap_or(DEFAULT_QUEUE_MIB) as usize) << 20,
         };
         if async_cfg.workers == 0 || async_cfg.workers > 1024 {
             self.err("gateway.async.workers", "must be between 1 and 1024");
         }
         if async_cfg.queue_capacity == 0 {
             self.err("gateway.async.queue_capacity", "must be at least 1");
+        }
+        if a.queue_max_mib.is_some_and(|m| m == 0 || m > 4096) {
+            self.err("gateway.async.queue_max_mib", "must be between 1 and 4096");
         }
         let max_message_bytes = raw
             .gateway

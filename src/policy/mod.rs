@@ -77,6 +77,8 @@ pub struct AsyncConfig {
     pub fail_open: bool,
     pub workers: u32,
     pub queue_capacity: u32,
+    /// Bytes of event text queued jobs may hold at once (each event counted once).
+    pub queue_bytes: usize,
 }
 
 #[derive(Debug, Clone)]

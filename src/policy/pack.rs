@@ -461,6 +461,8 @@ pub struct RawAsync {
     pub fail_open: Option<bool>,
     pub workers: Option<u32>,
     pub queue_capacity: Option<u32>,
+    /// MiB of event text the queued jobs may hold at once, all jobs of one event counted once.
+    pub queue_max_mib: Option<u32>,
     #[serde(default)]
     pub parallel: Option<Value>,
 }
