@@ -10,6 +10,7 @@ mod mcp_definitions;
 mod mcp_transport;
 mod mtls;
 mod observability;
+mod overload;
 mod readme;
 mod reload;
 mod replicas;

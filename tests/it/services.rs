@@ -258,6 +258,10 @@ impl Toolgate {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then waits for the process to drain and exit; true when it exited cleanly.
     pub async fn terminate(&mut self) -> bool {
         let sent = Command::new("kill")
