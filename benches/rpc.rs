@@ -38,6 +38,9 @@
 //! - `RPC_BENCH_TOOLGATE_ARGS`: more `toolgate serve` flags, e.g. `--decision-log off` or
 //!   `--policy FILE`, for an A/B of one setting (they replace the bench's own).
 //! - `RPC_BENCH_TOOLGATE_BIN`: run this toolgate binary instead of the one cargo built.
+//! - `RPC_BENCH_UNIX=1`: the client reaches toolgate over its Unix domain socket
+//!   (`--listen-unix`) instead of TCP loopback; the empty server stays on TCP. Run it with
+//!   `RPC_BENCH_SERVERS=toolgate` twice, with and without, for the UDS against TCP figure.
 //! - `RPC_BENCH_EMPTY_NODELAY=0`: the empty server leaves Nagle's algorithm on, as
 //!   toolgate's accept loop does today (it sets TCP_NODELAY otherwise, tonic's default).
 //!
@@ -158,6 +161,8 @@ struct Config {
     toolgate_args: Vec<String>,
     /// `RPC_BENCH_TOOLGATE_BIN`: another toolgate binary (an A/B of two builds).
     toolgate_bin: Option<PathBuf>,
+    /// `RPC_BENCH_UNIX=1`: reach toolgate over its Unix socket.
+    unix: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -242,6 +247,7 @@ impl Config {
                 .map(String::from)
                 .collect(),
             toolgate_bin: std::env::var_os("RPC_BENCH_TOOLGATE_BIN").map(PathBuf::from),
+            unix: std::env::var("RPC_BENCH_UNIX").is_ok_and(|v| v == "1"),
         })
     }
 }
@@ -436,6 +442,8 @@ fn free_port() -> anyhow::Result<u16> {
 struct Toolgate {
     proc: ChildGuard,
     addr: SocketAddr,
+    /// The Unix socket, with `RPC_BENCH_UNIX=1`.
+    socket: Option<PathBuf>,
     admin: SocketAddr,
     log: PathBuf,
 }
@@ -461,6 +469,10 @@ fn start_toolgate(cfg: &Config, dir: &Path) -> anyhow::Result<Toolgate> {
     if !given("--decision-log") {
         cmd.arg("--decision-log").arg(&log);
     }
+    let socket = cfg.unix.then(|| dir.join("guard.sock"));
+    if let Some(s) = &socket {
+        cmd.arg("--listen-unix").arg(s);
+    }
     let child = cmd
         .args(&cfg.toolgate_args)
         .env("TOOLGATE_LOG", "info")
@@ -483,6 +495,7 @@ fn start_toolgate(cfg: &Config, dir: &Path) -> anyhow::Result<Toolgate> {
             return Ok(Toolgate {
                 proc,
                 addr,
+                socket,
                 admin,
                 log,
             });
@@ -541,6 +554,31 @@ fn start_empty(cfg: &Config) -> anyhow::Result<(ChildGuard, SocketAddr)> {
         .and_then(|a| a.parse().ok())
         .with_context(|| format!("the empty server printed `{}`", line.trim()))?;
     Ok((proc, addr))
+}
+
+/// `n` connections over a Unix domain socket.
+async fn connect_unix(path: &Path, n: usize) -> anyhow::Result<Vec<GuardServiceClient<Channel>>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let dial = path.to_path_buf();
+        // The URI is a placeholder: the connector dials the socket.
+        let ch = Endpoint::from_static("http://localhost")
+            .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                let dial = dial.clone();
+                async move {
+                    let s = tokio::net::UnixStream::connect(dial).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                }
+            }))
+            .await
+            .with_context(|| format!("cannot connect to {}", path.display()))?;
+        out.push(
+            GuardServiceClient::new(ch)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        );
+    }
+    Ok(out)
 }
 
 async fn connect(addr: SocketAddr, n: usize) -> anyhow::Result<Vec<GuardServiceClient<Channel>>> {
@@ -1265,7 +1303,10 @@ async fn run(cfg: Config) -> anyhow::Result<()> {
             t.admin,
             t.log.display()
         );
-        tg_clients = connect(t.addr, cfg.channels).await?;
+        tg_clients = match &t.socket {
+            Some(s) => connect_unix(s, cfg.channels).await?,
+            None => connect(t.addr, cfg.channels).await?,
+        };
         targets.push(Target {
             name: "toolgate",
             pid: t.proc.pid(),

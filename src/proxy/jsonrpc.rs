@@ -86,6 +86,16 @@ fn tool_call(msg: &Value) -> Result<ToolCall, ProxyError> {
         .ok_or_else(|| {
             ProxyError::InvalidParams("`params.name` must be a non-empty string".into())
         })?;
+    // As on the GuardService: a name longer than any real one is refused, not judged, since
+    // it would be written whole into the decision's log line and span. The name itself is
+    // not echoed.
+    if name.len() > crate::event::MAX_TOOL_NAME_BYTES {
+        return Err(ProxyError::InvalidParams(format!(
+            "`params.name` is {} bytes, over the {}-byte limit",
+            name.len(),
+            crate::event::MAX_TOOL_NAME_BYTES
+        )));
+    }
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => None,
         Some(a @ Value::Object(_)) => Some(a.clone()),
@@ -334,6 +344,24 @@ pub fn apply_to_reply(reply: &mut Value, text: &ReplyText, v: &Verdict) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_name_over_the_limit_is_refused_without_echoing_it() {
+        let name = format!("secret-{}", "x".repeat(crate::event::MAX_TOOL_NAME_BYTES));
+        let msg = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": name, "arguments": {} }
+        });
+        let Err(ProxyError::InvalidParams(m)) = classify(&msg) else {
+            panic!("a long name is refused");
+        };
+        assert!(m.contains("params.name") && !m.contains("secret-"), "{m}");
+        let ok = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "x".repeat(crate::event::MAX_TOOL_NAME_BYTES), "arguments": {} }
+        });
+        assert!(matches!(classify(&ok), Ok(Incoming::ToolCall(_))));
+    }
 
     fn verdict(action: Action) -> Verdict {
         Verdict {
