@@ -510,3 +510,55 @@ async fn admin_off_loopback_needs_tls() {
     .expect("refused without TLS");
     assert!(err.to_string().contains("--admin-listen"), "{err}");
 }
+
+#[tokio::test]
+async fn admin_off_loopback_is_served_over_mtls_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("toolgate test CA");
+    let (cert, key) = ca.leaf(&["localhost"], None);
+    let tls = TlsFiles {
+        cert: write(dir.path(), "server.pem", &cert),
+        key: write(dir.path(), "server.key", &key),
+        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
+    };
+    let server = start(ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy: Some(write(dir.path(), "pack.yaml", PACK)),
+        env: None,
+        max_in_flight: 64,
+        admin_listen: Some("0.0.0.0:0".parse().unwrap()),
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
+        health_listen: None,
+        mode: None,
+        unix: None,
+        review: None,
+        upstream: None,
+        tls: Some(tls),
+        tls_poll: Duration::from_secs(5),
+    })
+    .await
+    .expect("server starts");
+    let port = server.admin_addr.unwrap().port();
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // Plain HTTP gets nothing.
+    let plain = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await;
+    assert!(plain.map(|r| !r.status().is_success()).unwrap_or(true));
+    let (cert, key) = ca.leaf(&[], Some(ONCALL));
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
+        .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
+        .resolve("localhost", at)
+        .build()
+        .unwrap();
+    let r = client
+        .get(format!("https://localhost:{port}/metrics"))
+        .send()
+        .await
+        .expect("metrics over mTLS");
+    assert!(r.status().is_success());
+    assert!(r.text().await.unwrap().contains("toolgate_"));
+    server.stop().await.unwrap();
+}
