@@ -136,12 +136,13 @@ impl Event {
         }
         if let Some(args) = &self.arguments {
             let start = out.len();
-            walk_leaves(args, &mut "$".to_string(), &mut |path, text| {
+            walk_leaves(args, &mut "$".to_string(), &mut |path, text, part| {
                 out.push(Field {
                     kind: FieldKind::Arguments,
                     path,
                     text,
                     role: None,
+                    part,
                 });
             });
             // Shell-like tools often split one command over several leaves
@@ -154,6 +155,7 @@ impl Event {
                     path: "$".into(),
                     text: Cow::Owned(joined),
                     role: None,
+                    part: Part::Value,
                 });
             }
             // Code that runs a program from an argv list (`subprocess.run(['rm', '-rf',
@@ -161,7 +163,7 @@ impl Event {
             // command line those pieces make is what command rules must read.
             let argv: Vec<String> = out[start..]
                 .iter()
-                .filter(|f| f.kind == FieldKind::Arguments)
+                .filter(|f| f.kind == FieldKind::Arguments && f.part == Part::Value)
                 .filter_map(|f| argv_lines(&f.text))
                 .collect();
             if !argv.is_empty() {
@@ -170,6 +172,7 @@ impl Event {
                     path: "$".into(),
                     text: Cow::Owned(argv.join("\n")),
                     role: None,
+                    part: Part::Value,
                 });
             }
         }
@@ -186,6 +189,7 @@ impl Event {
                 path: format!("messages[{i}].content"),
                 text: Cow::Borrowed(&m.content),
                 role: Some(m.role.as_str()),
+                part: Part::Value,
             });
         }
         for (i, p) in self.plan.iter().enumerate() {
@@ -197,12 +201,13 @@ impl Event {
             if let Some(args) = &p.arguments {
                 let mut prefix = format!("plan[{i}].arguments$");
                 let start = out.len();
-                walk_leaves(args, &mut prefix, &mut |path, text| {
+                walk_leaves(args, &mut prefix, &mut |path, text, part| {
                     out.push(Field {
                         kind: FieldKind::Plan,
                         path,
                         text,
                         role: None,
+                        part,
                     });
                 });
                 // The same joined view as for call arguments, per planned action.
@@ -212,6 +217,7 @@ impl Event {
                         path: format!("plan[{i}].arguments$"),
                         text: Cow::Owned(joined),
                         role: None,
+                        part: Part::Value,
                     });
                 }
             }
@@ -275,11 +281,13 @@ impl FieldKind {
 #[derive(Debug, Clone)]
 pub struct Field<'a> {
     pub kind: FieldKind,
-    /// `tool_name`, `$.command`, `$.files[2]`, `output`, `messages[0].content`, `chunk`.
+    /// `tool_name`, `$.command`, `$.files[2]`, `output`, `messages[0].content`, `chunk`; for
+    /// an object member's name, the object's path and `[~index:hash]` (see `member_path`).
     pub path: String,
     pub text: Cow<'a, str>,
     /// The message role, for message fields.
     pub role: Option<&'a str>,
+    pub part: Part,
 }
 
 impl<'a> Field<'a> {
@@ -289,7 +297,76 @@ impl<'a> Field<'a> {
             path,
             text: Cow::Borrowed(text),
             role: None,
+            part: Part::Value,
         }
+    }
+}
+
+/// Which part of a JSON argument a field's text is. Rules read object members' names as well
+/// as values: a name can carry a command or a secret (`{"ghp_…": true}`) as well as a value
+/// can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// A value (a JSON string or number leaf), or text that is not JSON.
+    Value,
+    /// An object member's name.
+    Name,
+    /// A member's name directly followed by the head of its value (the name is the first
+    /// `name_len` bytes): a secret split between the two (`{"AKIA": "IOSFODNN7EXAMPLE"}`)
+    /// reads whole here. Only a match that crosses from the name into the value counts.
+    NameAndValue { name_len: usize },
+}
+
+/// Objects up to this many members have a redacted name renamed in place. Finding, removing
+/// and reinserting a member walks the object, so in larger objects a name's redaction
+/// replaces the whole object instead: the work per redaction stays bounded.
+const MEMBER_VIEWS_MAX: usize = 256;
+/// Bytes of a member's value read after its name for secrets split between the two: longer
+/// than any provider key.
+const NAME_VALUE_HEAD: usize = 256;
+
+/// A short hash of a member name, for its path: the path must find the member again without
+/// holding the name, which may be the secret being redacted.
+fn name_hash(name: &str) -> u32 {
+    name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// The path of member `index` (named `name`) of the object at `object`, which has `members`
+/// members: `$.a[~3:9c1d2e3f]` names the member's name, a `:value` suffix its name and value
+/// together; in an object larger than `MEMBER_VIEWS_MAX`, `[~*3]` is member 3, redacted by
+/// replacing the object. Every field has its own path: spans are merged and applied by path.
+fn member_path(object: &str, members: usize, index: usize, name: &str, with_value: bool) -> String {
+    let suffix = if with_value { ":value" } else { "" };
+    if members <= MEMBER_VIEWS_MAX {
+        format!("{object}[~{index}:{:08x}{suffix}]", name_hash(name))
+    } else {
+        format!("{object}[~*{index}{suffix}]")
+    }
+}
+
+/// The start of a value as read right after its member's name: a string's head, a number, or
+/// for an object of one member that member's name, followed by its string value if it has one
+/// (`{"AKIA": {"IOSF…": true}}` reads `AKIAIOSF…`). A number or flag at the end of such a
+/// chain is filler, not a continuation.
+fn value_head(v: &Value, budget: usize) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        _ => chain_head(v, budget),
+    }
+}
+
+fn chain_head(v: &Value, budget: usize) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(crate::text::head(s, budget).to_string()),
+        Value::Object(map) if map.len() == 1 && budget > 0 => {
+            let (k, inner) = map.iter().next()?;
+            let k = crate::text::head(k, budget);
+            let rest = chain_head(inner, budget - k.len()).unwrap_or_default();
+            Some(format!("{k}{rest}"))
+        }
+        _ => None,
     }
 }
 
@@ -424,18 +501,24 @@ fn quoted_list(b: &[u8], mut at: usize, close: u8) -> (Vec<String>, usize) {
 fn joined_view(leaves: &[Field<'_>]) -> Option<String> {
     let short: Vec<&str> = leaves
         .iter()
+        .filter(|f| f.part == Part::Value)
         .map(|f| f.text.as_ref())
         .filter(|t| t.len() <= JOINED_LEAF_MAX)
         .collect();
     (short.len() > 1).then(|| short.join(" "))
 }
 
-/// Walks a JSON value and reports every string (and number) leaf with its path. Numbers are
-/// included because card numbers and ids are often sent as JSON numbers.
-fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Cow<'a, str>)) {
+/// Walks a JSON value and reports every string (and number) leaf with its path, and every
+/// object member's name. Numbers are included because card numbers and ids are often sent as
+/// JSON numbers.
+///
+/// An object's names come after everything below them, and a member's name and value view
+/// before its name: redactions are applied in field order, and a name is renamed only once
+/// what lies under it has been redacted through the old name.
+fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Cow<'a, str>, Part)) {
     match v {
-        Value::String(s) => f(path.clone(), Cow::Borrowed(s)),
-        Value::Number(n) => f(path.clone(), Cow::Owned(n.to_string())),
+        Value::String(s) => f(path.clone(), Cow::Borrowed(s), Part::Value),
+        Value::Number(n) => f(path.clone(), Cow::Owned(n.to_string()), Part::Value),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let len = path.len();
@@ -445,15 +528,51 @@ fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Co
             }
         }
         Value::Object(map) => {
-            for (k, item) in map {
+            for (i, (k, item)) in map.iter().enumerate() {
                 let len = path.len();
-                push_key(path, k);
+                if map.len() <= MEMBER_VIEWS_MAX && token_like(k) {
+                    // A name that may be a secret is not written into the paths of what lies
+                    // under it: those paths reach the decision and its log.
+                    path.push_str(&format!("[#{i}:{:08x}]", name_hash(k)));
+                } else {
+                    push_key(path, k);
+                }
                 walk_leaves(item, path, f);
                 path.truncate(len);
+            }
+            for (i, (k, item)) in map.iter().enumerate() {
+                // Every name with a value to continue it: a secret may be cut anywhere, even
+                // inside its fixed prefix (`{"x": "oxb-…"}`).
+                if !k.is_empty()
+                    && let Some(head) = value_head(item, NAME_VALUE_HEAD)
+                {
+                    f(
+                        member_path(path, map.len(), i, k, true),
+                        Cow::Owned(format!("{k}{head}")),
+                        Part::NameAndValue { name_len: k.len() },
+                    );
+                }
+                f(
+                    member_path(path, map.len(), i, k, false),
+                    Cow::Borrowed(k),
+                    Part::Name,
+                );
             }
         }
         Value::Bool(_) | Value::Null => {}
     }
+}
+
+/// A name shaped like a credential rather than a word: letters and digits mixed over 12 or
+/// more bytes, 32 or more bytes without a blank, or an assignment or URL with a user.
+fn token_like(name: &str) -> bool {
+    let b = name.as_bytes();
+    let blank = b.iter().any(u8::is_ascii_whitespace);
+    let mixed = b.iter().any(u8::is_ascii_digit) && b.iter().any(u8::is_ascii_alphabetic);
+    (!blank && (b.len() >= 32 || (b.len() >= 12 && mixed)))
+        || name.contains('=')
+        || name.contains("://")
+        || name.get(1..).is_some_and(|rest| rest.contains('@'))
 }
 
 fn push_key(path: &mut String, key: &str) {
@@ -512,6 +631,25 @@ pub fn replace_leaf(root: &mut Value, path: &str, new_text: String) -> bool {
                 Some(v) => v,
                 None => return false,
             };
+        } else if let Some(r) = rest.strip_prefix("[#") {
+            // A member's value, named by position and name hash (`token_like` names).
+            let Some(close) = r.find(']') else {
+                return false;
+            };
+            let Some(key) = member_at(cur, &r[..close]) else {
+                return false;
+            };
+            rest = &r[close + 1..];
+            cur = match cur.get_mut(&key) {
+                Some(v) => v,
+                None => return false,
+            };
+        } else if let Some(r) = rest.strip_prefix("[~") {
+            // A member's name: always the last segment.
+            return match r.strip_suffix(']') {
+                Some(spec) if !spec.contains(']') => replace_member(cur, spec, new_text),
+                _ => false,
+            };
         } else if let Some(r) = rest.strip_prefix('[') {
             let Some(close) = r.find(']') else {
                 return false;
@@ -543,6 +681,85 @@ pub fn replace_leaf(root: &mut Value, path: &str, new_text: String) -> bool {
         }
         _ => false,
     }
+}
+
+/// Redacts a member's name (spec `index:hash`) or its name and value together (spec
+/// `index:hash:value`) in `object`; spec `*index` replaces the whole object (see
+/// `MEMBER_VIEWS_MAX`). Every step walks an object of at most `MEMBER_VIEWS_MAX` members.
+///
+/// A secret in a name is never passed on: the name is replaced by its redacted text, in
+/// place, so the arguments keep their shape. When the secret runs from the name into the
+/// value, the value goes too, and the new name keeps only the redaction (not the name's
+/// leading text, which the split may have used to hide part of the secret). Names that
+/// would collide get a `#2`, `#3` suffix so no member is lost to another.
+fn replace_member(object: &mut Value, spec: &str, new_text: String) -> bool {
+    let (member, with_value) = match spec.strip_suffix(":value") {
+        Some(m) => (m, true),
+        None => (spec, false),
+    };
+    if member.starts_with('*') {
+        *object = Value::String(new_text);
+        return true;
+    }
+    let Some(old) = member_at(object, member) else {
+        return false;
+    };
+    let Value::Object(map) = object else {
+        return false;
+    };
+    let Some(at) = map.keys().position(|k| *k == old) else {
+        return false;
+    };
+    let Some(mut value) = map.shift_remove(&old) else {
+        return false;
+    };
+    let mut name = new_text;
+    if with_value {
+        value = Value::String(String::new());
+        let mut common = old
+            .bytes()
+            .zip(name.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !name.is_char_boundary(common) {
+            common -= 1;
+        }
+        if common < name.len() {
+            name.drain(..common);
+        }
+    }
+    let name = unique_name(map, name);
+    map.shift_insert(at.min(map.len()), name, value);
+    true
+}
+
+/// The name of the member that `spec` (`index:hash`) names in `object`: the member is where
+/// the walk saw it, and the hash confirms it is still the same one (or finds it if it moved).
+fn member_at(object: &Value, spec: &str) -> Option<String> {
+    let Value::Object(map) = object else {
+        return None;
+    };
+    let (index, hash) = spec.split_once(':')?;
+    let (index, hash) = (
+        index.parse::<usize>().ok()?,
+        u32::from_str_radix(hash, 16).ok()?,
+    );
+    match map.keys().nth(index) {
+        Some(k) if name_hash(k) == hash => Some(k.clone()),
+        _ => map.keys().find(|k| name_hash(k) == hash).cloned(),
+    }
+}
+
+/// `name`, or `name#2`, `name#3`, … when the object already has it.
+fn unique_name(map: &serde_json::Map<String, Value>, name: String) -> String {
+    if !map.contains_key(&name) {
+        return name;
+    }
+    // One of the first `len + 1` suffixes is free: the object has only `len` names.
+    (2..map.len() + 3)
+        .map(|n| format!("{name}#{n}"))
+        .find(|candidate| !map.contains_key(candidate))
+        .unwrap_or(name)
 }
 
 /// Text prepared for matching: NFKC-normalized with invisible format characters removed. The
@@ -755,7 +972,11 @@ mod tests {
         e.arguments =
             Some(json!({"command": "ls", "files": ["a", "b", 4111], "odd key": {"x": "y"}}));
         let fields = e.fields();
-        let paths: Vec<_> = fields.iter().map(|f| f.path.as_str()).collect();
+        let paths: Vec<_> = fields
+            .iter()
+            .filter(|f| f.part == Part::Value)
+            .map(|f| f.path.as_str())
+            .collect();
         assert_eq!(
             paths,
             vec![
@@ -774,5 +995,168 @@ mod tests {
         assert_eq!(args["files"][2], "[X]");
         assert_eq!(args["odd key"]["x"], "[Y]");
         assert!(!replace_leaf(&mut args, "$.missing", "z".into()));
+    }
+
+    fn views(args: Value) -> Vec<(String, String, Part)> {
+        let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+        e.arguments = Some(args);
+        e.fields()
+            .into_iter()
+            .filter(|f| f.part != Part::Value)
+            .map(|f| (f.path, f.text.into_owned(), f.part))
+            .collect()
+    }
+
+    #[test]
+    fn member_names_are_fields_after_what_lies_under_them() {
+        let h = |name: &str| format!("{:08x}", name_hash(name));
+        let got = views(json!({"AKIA": "IOSF", "cmd": {"ghp_x": true}, "n": 7}));
+        assert_eq!(
+            got,
+            vec![
+                // The inner object's name first: it is renamed before its parent's.
+                (
+                    format!("$.cmd[~0:{}]", h("ghp_x")),
+                    "ghp_x".into(),
+                    Part::Name
+                ),
+                (
+                    format!("$[~0:{}:value]", h("AKIA")),
+                    "AKIAIOSF".into(),
+                    Part::NameAndValue { name_len: 4 }
+                ),
+                (format!("$[~0:{}]", h("AKIA")), "AKIA".into(), Part::Name),
+                // An object of one member continues its name with the inner name.
+                (
+                    format!("$[~1:{}:value]", h("cmd")),
+                    "cmdghp_x".into(),
+                    Part::NameAndValue { name_len: 3 }
+                ),
+                (format!("$[~1:{}]", h("cmd")), "cmd".into(), Part::Name),
+                (
+                    format!("$[~2:{}:value]", h("n")),
+                    "n7".into(),
+                    Part::NameAndValue { name_len: 1 }
+                ),
+                (format!("$[~2:{}]", h("n")), "n".into(), Part::Name),
+            ]
+        );
+        // A one-member object under a name reads as the name's continuation.
+        let got = views(json!({"AKIA": {"IOSFODNN7EXAMPLE": true}}));
+        assert!(
+            got.iter().any(|(_, t, _)| t == "AKIAIOSFODNN7EXAMPLE"),
+            "{got:?}"
+        );
+        // Look-alikes: names that hold no value text get no name-and-value view.
+        let got = views(json!({"AKIA_count": true, "list": []}));
+        assert!(got.iter().all(|(_, _, p)| *p == Part::Name), "{got:?}");
+    }
+
+    #[test]
+    fn names_shaped_like_credentials_stay_out_of_paths() {
+        let token = "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6";
+        let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+        e.arguments = Some(json!({ token: {"note": "x"}, "created_at": "y" }));
+        let paths: Vec<String> = e
+            .fields()
+            .into_iter()
+            .filter(|f| f.part == Part::Value && f.kind == FieldKind::Arguments)
+            .map(|f| f.path)
+            .collect();
+        let hidden = format!("$[#0:{:08x}].note", name_hash(token));
+        assert_eq!(paths, vec![hidden.clone(), "$.created_at".to_string()]);
+        let mut args = e.arguments.clone().unwrap();
+        assert!(replace_leaf(&mut args, &hidden, "[X]".into()));
+        assert_eq!(args[token]["note"], "[X]");
+        for name in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "password=hunter2",
+            "https://u:p@db.example",
+            "sk-proj-abcdefghijklmnopqrstuvwxyz",
+        ] {
+            assert!(token_like(name), "{name}");
+        }
+        // Look-alikes: words, identifiers, JSON-LD keywords, names with blanks.
+        for name in [
+            "created_at",
+            "PYTHONUNBUFFERED",
+            "odd key",
+            "@context",
+            "v2",
+            "utf8",
+        ] {
+            assert!(!token_like(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_member_name_is_renamed_in_place() {
+        let mut args = json!({"a": 1, "ghp_secret": true, "z": 2});
+        let path = member_path("$", 3, 1, "ghp_secret", false);
+        assert!(replace_leaf(
+            &mut args,
+            &path,
+            "[REDACTED:github_token]".into()
+        ));
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"a":1,"[REDACTED:github_token]":true,"z":2}"#
+        );
+        // The name is gone, so the same path finds nothing the second time.
+        assert!(!replace_leaf(&mut args, &path, "x".into()));
+    }
+
+    #[test]
+    fn a_name_and_value_redaction_drops_both_and_keeps_no_name_text() {
+        let mut args = json!({"note": "hi", "x AKIA": "IOSFODNN7EXAMPLE"});
+        let path = member_path("$", 2, 1, "x AKIA", true);
+        assert!(replace_leaf(
+            &mut args,
+            &path,
+            "x [REDACTED:aws_access_key]".into()
+        ));
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"note":"hi","[REDACTED:aws_access_key]":""}"#
+        );
+    }
+
+    #[test]
+    fn renamed_members_never_collide() {
+        let mut args = json!({"[R]": 1, "k1": 2, "k2": 3});
+        assert!(replace_leaf(
+            &mut args,
+            &member_path("$", 3, 1, "k1", false),
+            "[R]".into()
+        ));
+        assert!(replace_leaf(
+            &mut args,
+            &member_path("$", 3, 2, "k2", false),
+            "[R]".into()
+        ));
+        assert_eq!(
+            serde_json::to_string(&args).unwrap(),
+            r#"{"[R]":1,"[R]#2":2,"[R]#3":3}"#
+        );
+    }
+
+    #[test]
+    fn a_member_moved_since_the_walk_is_found_by_its_hash() {
+        let mut args = json!({"b": 1, "secret_key_1": 2});
+        let path = member_path("$", 2, 0, "secret_key_1", false);
+        assert!(replace_leaf(&mut args, &path, "[R]".into()));
+        assert_eq!(serde_json::to_string(&args).unwrap(), r#"{"b":1,"[R]":2}"#);
+    }
+
+    #[test]
+    fn names_in_a_large_object_replace_the_object() {
+        let map: serde_json::Map<String, Value> = (0..MEMBER_VIEWS_MAX + 1)
+            .map(|i| (format!("k{i}"), Value::from(i)))
+            .collect();
+        let mut args = json!({ "big": map });
+        let path = member_path("$.big", MEMBER_VIEWS_MAX + 1, 0, "k0", false);
+        assert_eq!(path, "$.big[~*0]");
+        assert!(replace_leaf(&mut args, &path, "[REDACTED:x]".into()));
+        assert_eq!(args, json!({"big": "[REDACTED:x]"}));
     }
 }

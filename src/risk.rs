@@ -7,7 +7,7 @@ use regex::Regex;
 use regex_automata::Input;
 
 use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
-use crate::event::{Field, FieldKind};
+use crate::event::{Field, FieldKind, Part};
 use crate::rules::fast::CompiledRule;
 use crate::text::{head, is_path_byte, is_url_byte, runs_around};
 
@@ -164,7 +164,8 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         if out.len() >= MAX_RESOURCES {
             break;
         }
-        if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) {
+        // Member names are not resources: a name view's text is not a path or URL argument.
+        if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) || f.part != Part::Value {
             continue;
         }
         let own: Vec<&RedactionSpan> = spans.iter().filter(|s| s.field_path == f.path).collect();

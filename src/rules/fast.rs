@@ -11,10 +11,12 @@ use regex_automata::Input;
 use regex_automata::meta::Regex;
 
 use crate::decision::{Action, Effects, RiskLevel};
-use crate::event::{Event, EventKind, Field, FieldKind, Normalized};
+use crate::event::{Event, EventKind, Field, FieldKind, Normalized, Part};
 use crate::glob::Glob;
 use crate::rules::budget::Budget;
+use crate::rules::decode::{Decoded, Decoders};
 use crate::rules::digits::for_each_digit_run;
+use crate::rules::spoof;
 use crate::rules::validate;
 use crate::rules::{Prefilter, Validator};
 
@@ -30,6 +32,9 @@ const ANCHOR_BEFORE: usize = 256;
 /// Search reach after an anchor for patterns without a length bound: longer than any key or
 /// command the catalog looks for (a 4096-bit PEM key is about 3.2 KiB).
 const UNBOUNDED_REACH: usize = 8 * 1024;
+/// Context read around what a decoder changed (`decode.rs`): anchors of a match that holds
+/// a decoded byte lie this close to it for all but the longest matches (a PEM key body).
+const VIEW_CONTEXT: usize = 2048;
 /// Context searched around a digit run (a leading `+`, `(` or country code; an IBAN's tail).
 const DIGITS_BEFORE: usize = 8;
 const DIGITS_AFTER: usize = 48;
@@ -459,18 +464,24 @@ impl FastRuleSet {
             }
             scratch.sensitive_key = is_sensitive_leaf(field);
             let text = field.text.as_ref();
+            let decoders = Decoders {
+                commands: matches!(
+                    field.kind,
+                    FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
+                ),
+            };
+            let first_match = out.matches.len();
             let mut start = 0;
             loop {
                 let end = window_end(text, start);
                 let si = scope_index(event.kind, field.kind);
-                self.scan_window(
-                    fi,
-                    &text[start..end],
-                    start,
-                    (self.scopes[si].as_deref(), &self.scope_whole[si]),
-                    &mut scratch,
-                    out,
-                );
+                let window = Window {
+                    field: fi,
+                    base: start,
+                    scope: self.scopes[si].as_deref(),
+                    whole: &self.scope_whole[si],
+                };
+                self.scan_window(window, &text[start..end], decoders, &mut scratch, out);
                 if end >= text.len() {
                     break;
                 }
@@ -486,6 +497,9 @@ impl FastRuleSet {
                     break;
                 }
             }
+            if let Part::NameAndValue { name_len } = field.part {
+                name_and_value_matches(&mut out.matches, first_match, name_len, text.len());
+            }
             if out.unscanned.is_some() {
                 break;
             }
@@ -496,20 +510,52 @@ impl FastRuleSet {
         out.matches.dedup();
     }
 
-    /// Scans one window of one field.
+    /// Scans one window of one field: its normalized text, then the decoded view of it
+    /// (`decode.rs`) around what the decoders changed, both mapped back to the original bytes.
     fn scan_window(
         &self,
-        field: usize,
+        window: Window<'_>,
         original: &str,
-        base: usize,
-        (scope, whole): (Option<&AnchorSet>, &[u32]),
+        decoders: Decoders,
         scratch: &mut Scratch,
         out: &mut ScanOutcome,
     ) {
         let norm = Normalized::new(original);
         let text = norm.text.as_ref();
+        let all = 0..text.len();
+        let identity = |s: usize, e: usize| norm.original_range(s, e);
+        let whole_text = std::slice::from_ref(&all);
+        self.scan_text(window, text, whole_text, &identity, scratch, out);
+        if let Some(view) = Decoded::new(text, decoders) {
+            let through_view = |s: usize, e: usize| {
+                let (s, e) = view.source_range(s, e);
+                norm.original_range(s, e)
+            };
+            let regions = view.regions(VIEW_CONTEXT);
+            self.scan_text(window, view.text(), &regions, &through_view, scratch, out);
+        }
+    }
+
+    /// Runs the patterns over `text`, looking for anchors only inside `regions`; `to_original`
+    /// maps a range of `text` to the window's original text.
+    fn scan_text(
+        &self,
+        Window {
+            field,
+            base,
+            scope,
+            whole,
+        }: Window<'_>,
+        text: &str,
+        regions: &[std::ops::Range<usize>],
+        to_original: &dyn Fn(usize, usize) -> (usize, usize),
+        scratch: &mut Scratch,
+        out: &mut ScanOutcome,
+    ) {
         scratch.windows.clear();
-        self.locate(text, scope, scratch, whole);
+        for r in regions {
+            self.locate(&text[r.clone()], r.start, scope, scratch, whole);
+        }
         // Patterns run in index order: a secret-named key's whole-leaf match looks back at
         // the specific patterns' matches in the same field.
         scratch.windows.touched.sort_unstable();
@@ -571,7 +617,7 @@ impl FastRuleSet {
                         && s < e
                         && validate::check(p.validator, &text[s..e], &p.allow_emails)
                     {
-                        let (os, oe) = norm.original_range(s, e);
+                        let (os, oe) = to_original(s, e);
                         // A whole-leaf match for a secret-named key adds nothing when a
                         // specific pattern already covers the same bytes (and it would hide
                         // the specific kind in the merged redaction).
@@ -611,9 +657,16 @@ impl FastRuleSet {
         }
     }
 
-    /// Fills `scratch.windows` with sorted, merged byte ranges of `text` where pattern `p`
-    /// can match.
-    fn locate(&self, text: &str, scope: Option<&AnchorSet>, scratch: &mut Scratch, whole: &[u32]) {
+    /// Fills `scratch.windows` with byte ranges of `text` where pattern `p` can match, shifted
+    /// by `offset` (where `text` starts in the text being scanned).
+    fn locate(
+        &self,
+        text: &str,
+        offset: usize,
+        scope: Option<&AnchorSet>,
+        scratch: &mut Scratch,
+        whole: &[u32],
+    ) {
         let len = text.len();
         // Anchors: one leftmost-longest pass over lowercased text, restarting one byte after
         // each hit so anchors that overlap a hit are still seen.
@@ -648,8 +701,8 @@ impl FastRuleSet {
                             let reach = self.patterns[pi].reach;
                             scratch.windows.add(
                                 pi,
-                                m.start().saturating_sub(ANCHOR_BEFORE.min(reach)),
-                                (m.start() + reach).min(len),
+                                offset + m.start().saturating_sub(ANCHOR_BEFORE.min(reach)),
+                                offset + (m.start() + reach).min(len),
                             );
                         }
                     }
@@ -664,8 +717,8 @@ impl FastRuleSet {
                             let reach = self.patterns[pi].reach;
                             scratch.windows.add(
                                 pi,
-                                at.saturating_sub(ANCHOR_BEFORE.min(reach)),
-                                (at + reach).min(len),
+                                offset + at.saturating_sub(ANCHOR_BEFORE.min(reach)),
+                                offset + (at + reach).min(len),
                             );
                         }
                     }
@@ -679,7 +732,7 @@ impl FastRuleSet {
             let needs =
                 self.patterns[pi].prefilter != Prefilter::SensitiveKey || scratch.sensitive_key;
             if scratch.in_scope[pi] && needs {
-                scratch.windows.add(pi, 0, len);
+                scratch.windows.add(pi, offset, offset + len);
             }
         }
         // Digit runs for numeric patterns.
@@ -717,7 +770,7 @@ impl FastRuleSet {
                 };
                 if let Some((lo, hi)) = window {
                     let (lo, hi) = char_bounds(text, lo, hi);
-                    scratch.windows.add(pi, lo, hi);
+                    scratch.windows.add(pi, offset + lo, offset + hi);
                 }
             }
         });
@@ -836,6 +889,16 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
     })
 }
 
+/// One window of one field: which field, where the window starts in it, and the anchor
+/// searchers and whole-field patterns of the field's scope.
+#[derive(Clone, Copy)]
+struct Window<'a> {
+    field: usize,
+    base: usize,
+    scope: Option<&'a AnchorSet>,
+    whole: &'a [u32],
+}
+
 struct Scratch {
     in_scope: Vec<bool>,
     /// The current field is a JSON leaf whose key names a secret.
@@ -911,9 +974,38 @@ const SENSITIVE_KEYS: [&str; 14] = [
     "accesskey",
 ];
 
+/// Keeps the matches from `first` on of a member's name-and-value view only when one of
+/// them crosses from the name into the value: the name and the value are each read on their
+/// own, so only a secret split between them is new here. Then every match that touches the
+/// name is kept and runs to the end of the view, so the redaction takes the value with it and
+/// no part of the split secret stays behind.
+fn name_and_value_matches(
+    matches: &mut Vec<FieldMatch>,
+    first: usize,
+    name_len: usize,
+    len: usize,
+) {
+    let crosses = matches[first..]
+        .iter()
+        .any(|m| m.start < name_len && m.end > name_len);
+    if !crosses {
+        matches.truncate(first);
+        return;
+    }
+    let mut own = matches.split_off(first);
+    own.retain(|m| m.start < name_len);
+    for m in &mut own {
+        m.end = len;
+    }
+    matches.extend(own);
+}
+
 /// True for a JSON argument leaf (call or plan) whose last key names a secret.
 fn is_sensitive_leaf(f: &Field<'_>) -> bool {
-    if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan) || !f.path.contains('$') {
+    if !matches!(f.kind, FieldKind::Arguments | FieldKind::Plan)
+        || f.part != Part::Value
+        || !f.path.contains('$')
+    {
         return false;
     }
     let key = f
@@ -950,7 +1042,13 @@ fn structural(
                     continue;
                 }
                 let name = f.text.as_ref();
-                let denied = deny.iter().any(|g| g.matches(name))
+                // A name that imitates another (`shеll.exec` with a Cyrillic `е`, fullwidth
+                // letters, a bidi override) is denied whatever the lists say: no real tool is
+                // named so, and it would dodge every glob written in ASCII. Deny globs also
+                // match the name it imitates.
+                let skeleton = spoof::skeleton(name);
+                let denied = spoof::is_spoofed(name)
+                    || deny.iter().any(|g| g.matches(name) || g.matches(&skeleton))
                     || (!allow.is_empty() && !allow.iter().any(|g| g.matches(name)));
                 if denied {
                     out.matches.push(FieldMatch {
@@ -1004,5 +1102,122 @@ mod tests {
         push_window(&mut w, 5, 20);
         push_window(&mut w, 30, 40);
         assert_eq!(w, vec![(0, 20), (30, 40)]);
+    }
+
+    fn field_match(start: usize, end: usize) -> FieldMatch {
+        FieldMatch {
+            rule: 0,
+            pattern: Some(0),
+            field: 0,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn a_name_and_value_view_keeps_only_secrets_that_cross_the_name() {
+        // A match inside the value alone: the value's own field reports it.
+        let mut m = vec![field_match(0, 3), field_match(6, 9)];
+        name_and_value_matches(&mut m, 1, 4, 12);
+        assert_eq!(m, vec![field_match(0, 3)]);
+        // One crosses: it and every match touching the name run to the end; the rest go.
+        let mut m = vec![field_match(0, 2), field_match(3, 8), field_match(9, 11)];
+        name_and_value_matches(&mut m, 0, 4, 12);
+        assert_eq!(m, vec![field_match(0, 12), field_match(3, 12)]);
+    }
+
+    /// Secrets hidden in object names, whole or split between a name and what follows it,
+    /// at any depth: the decision's redacted arguments hold no piece of them. This runs the
+    /// whole path from the fields to the redacted JSON (`engine::scan`), since the renaming
+    /// happens there.
+    mod names {
+        use proptest::prelude::*;
+        use serde_json::{Value, json};
+
+        use crate::event::{Context, Event, EventKind};
+
+        /// Compiled once: every case scans with the same pack.
+        static POLICY: std::sync::LazyLock<crate::policy::Policy> =
+            std::sync::LazyLock::new(|| crate::policy::default_policy(None).unwrap());
+
+        const SECRETS: &[&str] = &[
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+            "xoxb-1234567890-abcdefghij",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+        ];
+
+        /// Where the secret goes: 0 a name with a plain value, 1 split between a name and
+        /// its string value, 2 split between a name and the one name inside its value, 3 a
+        /// name whose value holds another secret (so a redaction's path runs through it).
+        fn place(secret: &str, how: u8, cut: usize) -> Value {
+            let cut = (1 + cut % (secret.len() - 1)).min(secret.len() - 1);
+            let (name, rest) = secret.split_at(cut);
+            match how {
+                0 => json!({ secret: true }),
+                1 => json!({ name: rest }),
+                2 => json!({ name: { rest: 1 } }),
+                _ => json!({ secret: { "note": "key AKIAIOSFODNN7EXAMPLE" } }),
+            }
+        }
+
+        #[test]
+        fn a_secret_name_in_a_large_object_takes_the_object_with_it() {
+            let mut map: serde_json::Map<String, Value> = (0..300)
+                .map(|i| (format!("k{i}"), json!(format!("value {i}"))))
+                .collect();
+            map.insert(SECRETS[1].to_string(), json!(true));
+            map.insert("AKIA".into(), json!("IOSFODNN7EXAMPLE"));
+            let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+            e.tool_name = "http.post".into();
+            e.arguments = Some(json!({ "big": map, "keep": "me" }));
+            let d = crate::engine::scan::scan(&e, &POLICY, None, "t");
+            let redacted = d.redacted_arguments_json.unwrap_or_default();
+            assert!(!redacted.contains(SECRETS[1]), "{redacted}");
+            assert!(!redacted.contains("IOSFODNN7EXAMPLE"), "{redacted}");
+            assert!(redacted.contains(r#""keep":"me""#), "{redacted}");
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+            #[test]
+            fn no_piece_of_a_secret_in_a_name_is_passed_on(
+                which in 0..SECRETS.len(),
+                how in 0u8..4,
+                cut in 0usize..64,
+                depth in 0usize..4,
+                siblings in 0usize..3,
+            ) {
+                let secret = SECRETS[which];
+                let mut args = place(secret, how, cut);
+                for d in 0..depth {
+                    let mut outer = serde_json::Map::new();
+                    for s in 0..siblings {
+                        outer.insert(format!("k{d}_{s}"), json!("plain"));
+                    }
+                    outer.insert(format!("level{d}"), if d % 2 == 0 { json!([args]) } else { args });
+                    args = Value::Object(outer);
+                }
+                let mut e = Event::new(EventKind::ToolCallStart, Context::default());
+                e.tool_name = "http.post".into();
+                e.arguments = Some(args);
+                let d = crate::engine::scan::scan(&e, &POLICY, None, "t");
+                let redacted = d.redacted_arguments_json.clone().unwrap_or_default();
+                prop_assert!(redacted.contains("[REDACTED:"), "{redacted}");
+                let cut = (1 + cut % (secret.len() - 1)).min(secret.len() - 1);
+                let (name, rest) = secret.split_at(cut);
+                prop_assert!(!redacted.contains(secret), "{redacted}");
+                for piece in [name, rest] {
+                    // Short pieces (`AKI`) are not secret on their own.
+                    if matches!(how, 1 | 2) && piece.len() >= 8 {
+                        prop_assert!(!redacted.contains(piece), "{piece} in {redacted}");
+                    }
+                }
+                // Nor does anything else in the decision (redaction paths, the risk summary).
+                let whole = serde_json::to_string(&d).unwrap_or_default();
+                prop_assert!(!whole.contains(secret), "{whole}");
+            }
+        }
     }
 }

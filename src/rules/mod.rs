@@ -3,8 +3,10 @@
 
 pub mod budget;
 pub mod catalog;
+pub mod decode;
 pub mod digits;
 pub mod fast;
+pub mod spoof;
 pub mod validate;
 
 use crate::decision::{Action, Effects, RiskLevel};

@@ -1,0 +1,1467 @@
+//! Decoded views of a text: what an HTML parser, a URL decoder, a shell or a SQL parser reads
+//! where the text hides a word behind escapes, quoting, expansion or comments (`&#114;m`,
+//! `%2e%2e%2f`, `r''m`, `$'\x72m'`, `rm${IFS}-rf`, `a=rm; $a`, `echo … | base64 -d`,
+//! `DR/**/OP`). The fast scan reads a view beside the text itself, around the places that
+//! changed, and maps what it finds back to the text's own bytes, so a redaction covers the
+//! encoded form.
+//!
+//! Cost: each decoder first looks for its trigger bytes with `memchr` or `memmem`, so text
+//! without them pays a search and nothing more. All work is linear in the text; expansions
+//! (variables, command substitutions) are capped, and nothing recurses more than one level.
+
+use std::cell::Cell;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use memchr::memmem;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::event::is_invisible;
+
+/// Which decoders apply to a field. Entities and percent-escapes hide text anywhere; shell
+/// quoting, `base64 -d` and SQL comments only matter where commands are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decoders {
+    pub commands: bool,
+}
+
+/// Most bytes variable and substitution expansions may add to a text: `a=xxxx; $a$a$a…` must
+/// not turn a small input into a large one.
+const MAX_GROWTH: usize = 4096;
+/// Variables remembered per text; a script with more is read for its first ones.
+const MAX_VARS: usize = 32;
+/// Longest variable value remembered.
+const MAX_VAR_VALUE: usize = 256;
+/// base64 payloads decoded per text, and the longest one read.
+const MAX_PAYLOADS: usize = 16;
+const MAX_PAYLOAD: usize = 16 * 1024;
+
+/// Texts up to this long are screened with `COMMAND_TRIGGERS` or `TEXT_TRIGGERS` first.
+const SHORT_TEXT: usize = 256;
+
+/// Bytes without which no decoder changes a text: `&` and `%` for every field; for commands
+/// also quotes, backslashes, `$`, backticks, braces, the `/` and `-` of SQL comments, and
+/// the `4` of `base64`, `b64decode` and `FromBase64String` (`atob(` holds a quote).
+const fn triggers(commands: bool) -> [bool; 256] {
+    let mut t = [false; 256];
+    t[b'&' as usize] = true;
+    t[b'%' as usize] = true;
+    if commands {
+        let bytes = b"'\"\\$`{/-4";
+        let mut i = 0;
+        while i < bytes.len() {
+            t[bytes[i] as usize] = true;
+            i += 1;
+        }
+    }
+    t
+}
+static TEXT_TRIGGERS: [bool; 256] = triggers(false);
+static COMMAND_TRIGGERS: [bool; 256] = triggers(true);
+
+/// One decoding pass: its output and the pieces of it that differ from its input.
+#[derive(Debug, Clone)]
+struct Pass {
+    text: String,
+    /// Replaced pieces in order, disjoint; the text between them is copied byte for byte.
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Piece {
+    out: Range<usize>,
+    src: Range<usize>,
+}
+
+impl Pass {
+    /// Where the output byte at `p` came from (a byte of a replaced piece: the piece's start).
+    fn src_start(&self, p: usize) -> usize {
+        let i = self.pieces.partition_point(|pc| pc.out.start <= p);
+        match i.checked_sub(1).map(|i| &self.pieces[i]) {
+            None => p,
+            Some(pc) if p < pc.out.end => pc.src.start,
+            Some(pc) => pc.src.end + (p - pc.out.end),
+        }
+    }
+
+    /// Where output that ends at `e` (exclusive) ends in the input.
+    fn src_end(&self, e: usize) -> usize {
+        let i = self.pieces.partition_point(|pc| pc.out.start < e);
+        match i.checked_sub(1).map(|i| &self.pieces[i]) {
+            None => e,
+            Some(pc) if e <= pc.out.end => pc.src.end,
+            Some(pc) => pc.src.end + (e - pc.out.end),
+        }
+    }
+
+    /// Where an input range lands in the output.
+    fn forward(&self, r: &Range<usize>) -> Range<usize> {
+        let i = self.pieces.partition_point(|pc| pc.src.start <= r.start);
+        let start = match i.checked_sub(1).map(|i| &self.pieces[i]) {
+            None => r.start,
+            Some(pc) if r.start < pc.src.end => pc.out.start,
+            Some(pc) => pc.out.end + (r.start - pc.src.end),
+        };
+        let i = self.pieces.partition_point(|pc| pc.src.start < r.end);
+        let end = match i.checked_sub(1).map(|i| &self.pieces[i]) {
+            None => r.end,
+            Some(pc) if r.end <= pc.src.end => pc.out.end,
+            Some(pc) => pc.out.end + (r.end - pc.src.end),
+        };
+        start..end.max(start)
+    }
+}
+
+/// Builds a pass: replacements in input order, everything else copied.
+struct Builder<'a> {
+    src: &'a str,
+    out: String,
+    pieces: Vec<Piece>,
+    /// Input consumed so far.
+    at: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn new(src: &'a str) -> Builder<'a> {
+        Builder {
+            src,
+            out: String::new(),
+            pieces: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// Replaces `range` of the input (on char boundaries, at or after what was consumed)
+    /// with `with`. A replacement that changes nothing is dropped.
+    fn replace(&mut self, range: Range<usize>, with: &str) {
+        if range.start < self.at || range.end > self.src.len() || self.src[range.clone()] == *with {
+            return;
+        }
+        if self.pieces.is_empty() {
+            self.out.reserve(self.src.len());
+        }
+        self.out.push_str(&self.src[self.at..range.start]);
+        let start = self.out.len();
+        self.out.push_str(with);
+        self.pieces.push(Piece {
+            out: start..self.out.len(),
+            src: range.clone(),
+        });
+        self.at = range.end;
+    }
+
+    fn finish(mut self) -> Option<Pass> {
+        if self.pieces.is_empty() {
+            return None;
+        }
+        self.out.push_str(&self.src[self.at..]);
+        Some(Pass {
+            text: self.out,
+            pieces: self.pieces,
+        })
+    }
+}
+
+/// A decoded view of a text: the passes that changed something, in order (each reads the one
+/// before).
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    passes: Vec<Pass>,
+}
+
+impl Decoded {
+    /// The view of `text`, or `None` when no decoder changed anything.
+    pub fn new(text: &str, decoders: Decoders) -> Option<Decoded> {
+        // Short texts (member names, most argument values) are screened in one pass over a
+        // byte table; longer ones by each decoder's own SIMD search.
+        let triggers = if decoders.commands {
+            &COMMAND_TRIGGERS
+        } else {
+            &TEXT_TRIGGERS
+        };
+        if text.len() <= SHORT_TEXT && !text.bytes().any(|b| triggers[usize::from(b)]) {
+            return None;
+        }
+        let mut passes: Vec<Pass> = Vec::new();
+        // Returns whether the pass changed anything.
+        let run = |passes: &mut Vec<Pass>, decode: fn(&str) -> Option<Pass>| {
+            let next = decode(passes.last().map_or(text, |p| p.text.as_str()));
+            let changed = next.is_some();
+            passes.extend(next);
+            changed
+        };
+        // Once more after a change: `&amp;#114;` and `%252e` are encoded twice to get past a
+        // single decoder.
+        if run(&mut passes, entities) {
+            run(&mut passes, entities);
+        }
+        if run(&mut passes, percent) {
+            run(&mut passes, percent);
+        }
+        if decoders.commands {
+            run(&mut passes, base64_payloads);
+            run(&mut passes, shell);
+            run(&mut passes, sql_comments);
+        }
+        (!passes.is_empty()).then_some(Decoded { passes })
+    }
+
+    pub fn text(&self) -> &str {
+        self.passes.last().map_or("", |p| p.text.as_str())
+    }
+
+    /// The range of the original text that a range of the view came from: it covers every
+    /// byte that was decoded into the range.
+    pub fn source_range(&self, start: usize, end: usize) -> (usize, usize) {
+        let (mut s, mut e) = (start, end);
+        for p in self.passes.iter().rev() {
+            s = p.src_start(s);
+            e = p.src_end(e);
+        }
+        (s, e.max(s))
+    }
+
+    /// The ranges of the view around what the decoders changed, widened by `context` bytes on
+    /// each side, merged, on char boundaries. Elsewhere the view equals the text, which is
+    /// scanned anyway.
+    pub fn regions(&self, context: usize) -> Vec<Range<usize>> {
+        let mut changed: Vec<Range<usize>> = Vec::new();
+        for p in &self.passes {
+            let mut next: Vec<Range<usize>> = changed.iter().map(|r| p.forward(r)).collect();
+            next.extend(p.pieces.iter().map(|pc| pc.out.clone()));
+            next.sort_by_key(|r| r.start);
+            changed = merge(next, context);
+        }
+        let text = self.text();
+        let widened = changed
+            .into_iter()
+            .map(|r| {
+                let mut lo = r.start.saturating_sub(context);
+                let mut hi = (r.end + context).min(text.len());
+                while !text.is_char_boundary(lo) {
+                    lo -= 1;
+                }
+                while !text.is_char_boundary(hi) {
+                    hi += 1;
+                }
+                lo..hi
+            })
+            .collect();
+        merge(widened, 0)
+    }
+}
+
+/// Sorted ranges with those closer than `gap` joined.
+fn merge(ranges: Vec<Range<usize>>, gap: usize) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// Appends a decoded character as the scanner's normalizer would have it: invisible format
+/// characters dropped, compatibility forms (fullwidth, ligatures) folded.
+fn push_folded(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c);
+    } else if !is_invisible(c) {
+        out.extend(std::iter::once(c).nfkc());
+    }
+}
+
+fn folded(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_folded(&mut out, c);
+    }
+    out
+}
+
+// --- HTML entities ---------------------------------------------------------------------------
+
+/// Named entities that stand for ASCII punctuation or blanks, the ones that can spell a
+/// command, a path or a tag, and the common ones of ordinary text.
+const NAMED_ENTITIES: &[(&str, char)] = &[
+    ("amp", '&'),
+    ("lt", '<'),
+    ("gt", '>'),
+    ("quot", '"'),
+    ("apos", '\''),
+    ("nbsp", '\u{a0}'),
+    ("sol", '/'),
+    ("bsol", '\\'),
+    ("vert", '|'),
+    ("verbar", '|'),
+    ("VerticalLine", '|'),
+    ("semi", ';'),
+    ("colon", ':'),
+    ("period", '.'),
+    ("comma", ','),
+    ("excl", '!'),
+    ("quest", '?'),
+    ("num", '#'),
+    ("dollar", '$'),
+    ("percnt", '%'),
+    ("lpar", '('),
+    ("rpar", ')'),
+    ("lsqb", '['),
+    ("lbrack", '['),
+    ("rsqb", ']'),
+    ("rbrack", ']'),
+    ("lcub", '{'),
+    ("lbrace", '{'),
+    ("rcub", '}'),
+    ("rbrace", '}'),
+    ("ast", '*'),
+    ("midast", '*'),
+    ("plus", '+'),
+    ("equals", '='),
+    ("lowbar", '_'),
+    ("UnderBar", '_'),
+    ("grave", '`'),
+    ("commat", '@'),
+    ("Hat", '^'),
+    ("Tab", '\t'),
+    ("NewLine", '\n'),
+    ("hyphen", '\u{2010}'),
+    ("dash", '\u{2010}'),
+];
+
+/// `&#114;`, `&#x72;` (browsers accept both without the `;`) and the named entities above.
+fn entities(text: &str) -> Option<Pass> {
+    let b = text.as_bytes();
+    memchr::memchr(b'&', b)?;
+    let mut out = Builder::new(text);
+    let mut buf = String::new();
+    for amp in memchr::memchr_iter(b'&', b) {
+        if amp < out.at {
+            continue;
+        }
+        let Some((len, c)) = entity_at(&b[amp..]) else {
+            continue;
+        };
+        buf.clear();
+        push_folded(&mut buf, c);
+        out.replace(amp..amp + len, &buf);
+    }
+    out.finish()
+}
+
+/// The entity at the start of `b` (which starts with `&`): its length and character.
+fn entity_at(b: &[u8]) -> Option<(usize, char)> {
+    if b.get(1) == Some(&b'#') {
+        let (radix, first) = match b.get(2) {
+            Some(b'x' | b'X') => (16, 3),
+            _ => (10, 2),
+        };
+        let mut n: u32 = 0;
+        let mut i = first;
+        // Eight digits hold every code point, so `n` cannot overflow.
+        while i < b.len() && i - first < 8 {
+            let Some(d) = (b[i] as char).to_digit(radix) else {
+                break;
+            };
+            n = n * radix + d;
+            i += 1;
+        }
+        if i == first {
+            return None;
+        }
+        let c = char::from_u32(n).filter(|&c| c != '\0')?;
+        let len = if b.get(i) == Some(&b';') { i + 1 } else { i };
+        return Some((len, c));
+    }
+    let semi = b.iter().take(16).position(|&c| c == b';')?;
+    let name = &b[1..semi];
+    let c = NAMED_ENTITIES.iter().find(|(n, _)| n.as_bytes() == name)?.1;
+    Some((semi + 1, c))
+}
+
+// --- percent-encoding ------------------------------------------------------------------------
+
+fn hex_value(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// The byte a `%XX` at `at` stands for.
+fn hex_pair(b: &[u8], at: usize) -> Option<u8> {
+    if b.get(at) != Some(&b'%') {
+        return None;
+    }
+    Some(hex_value(*b.get(at + 1)?)? << 4 | hex_value(*b.get(at + 2)?)?)
+}
+
+/// `%2e%2e%2f` and `%C3%A9`: runs of escapes that decode to UTF-8. Bytes that do not (`%ff`
+/// alone) are left as written.
+fn percent(text: &str) -> Option<Pass> {
+    let b = text.as_bytes();
+    memchr::memchr(b'%', b)?;
+    let mut out = Builder::new(text);
+    let mut bytes = Vec::new();
+    let mut buf = String::new();
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'%', &b[i..]) {
+        let start = i + off;
+        let mut j = start;
+        bytes.clear();
+        while let Some(v) = hex_pair(b, j) {
+            bytes.push(v);
+            j += 3;
+        }
+        if bytes.is_empty() {
+            i = start + 1;
+            continue;
+        }
+        let mut k = 0;
+        for chunk in bytes.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                let len = c.len_utf8();
+                buf.clear();
+                push_folded(&mut buf, c);
+                out.replace(start + 3 * k..start + 3 * (k + len), &buf);
+                k += len;
+            }
+            k += chunk.invalid().len();
+        }
+        i = j;
+    }
+    out.finish()
+}
+
+// --- base64 payloads -------------------------------------------------------------------------
+
+/// Standard or URL-safe base64, padded or not, decoding to text (a command, not binary).
+fn decode_base64(s: &[u8]) -> Option<String> {
+    if s.len() < 4 || s.len() > MAX_PAYLOAD {
+        return None;
+    }
+    let body = s
+        .strip_suffix(b"==")
+        .or_else(|| s.strip_suffix(b"="))
+        .unwrap_or(s);
+    if body.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &c in body {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    let printable = text
+        .chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r'));
+    (printable && !text.trim().is_empty()).then(|| folded(&text))
+}
+
+fn is_blank(c: u8) -> bool {
+    matches!(c, b' ' | b'\t')
+}
+
+/// The word (bare or quoted) that ends at `end` after blanks, going backwards.
+fn word_before(b: &[u8], end: usize) -> Option<Range<usize>> {
+    let mut e = end;
+    while e > 0 && is_blank(b[e - 1]) {
+        e -= 1;
+    }
+    let last = *b.get(e.checked_sub(1)?)?;
+    let s = if last == b'\'' || last == b'"' {
+        memchr::memrchr(last, &b[..e - 1])?
+    } else {
+        b[..e]
+            .iter()
+            .rposition(|&c| c.is_ascii_whitespace() || matches!(c, b';' | b'&' | b'|' | b'('))
+            .map_or(0, |p| p + 1)
+    };
+    (s < e).then_some(s..e)
+}
+
+/// The word (bare or quoted) that starts at `at` after blanks.
+fn word_after(b: &[u8], at: usize) -> Option<Range<usize>> {
+    let mut s = at;
+    while s < b.len() && is_blank(b[s]) {
+        s += 1;
+    }
+    let first = *b.get(s)?;
+    let e = if first == b'\'' || first == b'"' {
+        s + 1 + memchr::memchr(first, &b[s + 1..])? + 1
+    } else {
+        b[s..]
+            .iter()
+            .position(|&c| c.is_ascii_whitespace() || matches!(c, b';' | b'&' | b'|' | b')'))
+            .map_or(b.len(), |p| s + p)
+    };
+    (s < e).then_some(s..e)
+}
+
+fn unquoted(b: &[u8], r: Range<usize>) -> &[u8] {
+    let w = &b[r];
+    match w {
+        [q @ (b'\'' | b'"'), inner @ .., last] if last == q => inner,
+        _ => w,
+    }
+}
+
+/// The command (pattern 0) and the calls that decode base64, found in one pass.
+static BASE64_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::new(["base64", "b64decode", "atob", "FromBase64String"]).ok()
+});
+
+/// `echo X | base64 -d`, `base64 --decode <<< X` and `b64decode('X')`, `atob('X')`,
+/// `FromBase64String('X')`: the payload a shell or interpreter runs once decoded. The
+/// decoding command or call is replaced by the decoded text, so what it is piped into or
+/// passed to reads the command itself.
+fn base64_payloads(text: &str) -> Option<Pass> {
+    let b = text.as_bytes();
+    let needles = BASE64_NAMES.as_ref()?;
+    let mut found: Vec<(Range<usize>, String)> = Vec::new();
+    for m in needles.find_overlapping_iter(b) {
+        if found.len() >= MAX_PAYLOADS {
+            break;
+        }
+        let hit = if m.pattern().as_usize() == 0 {
+            shell_base64(b, m.start())
+        } else {
+            call_base64(b, m.start(), m.end())
+        };
+        found.extend(hit);
+    }
+    if found.is_empty() {
+        return None;
+    }
+    // Overlapping finds (`base64.b64decode`) keep the first.
+    found.sort_by_key(|(r, _)| r.start);
+    found.dedup_by(|later, earlier| later.0.start < earlier.0.end);
+    let mut out = Builder::new(text);
+    for (r, decoded) in found {
+        out.replace(r, &decoded);
+    }
+    out.finish()
+}
+
+/// `base64` at `at` as a decoding command: the range from the payload's `echo` (or from
+/// `base64` for a here-string) to the end of the command, and the decoded payload.
+fn shell_base64(b: &[u8], at: usize) -> Option<(Range<usize>, String)> {
+    if at > 0 && (b[at - 1].is_ascii_alphanumeric() || matches!(b[at - 1], b'.' | b'_' | b'-')) {
+        return None;
+    }
+    let mut end = at + "base64".len();
+    let mut decodes = false;
+    while let Some(w) = word_after(b, end) {
+        let word = &b[w.clone()];
+        if word == b"--decode"
+            || (word.len() > 1 && word[0] == b'-' && word[1] != b'-' && word.contains(&b'd'))
+            || word == b"-D"
+        {
+            decodes = true;
+        } else if !word.starts_with(b"-") {
+            break;
+        }
+        end = w.end;
+    }
+    if !decodes {
+        return None;
+    }
+    // A here-string after the flags: `base64 -d <<< X`.
+    if let Some(w) = word_after(b, end)
+        && b[w.clone()].starts_with(b"<<<")
+    {
+        let payload = if w.len() > 3 {
+            (w.start + 3..w.end, w.end)
+        } else {
+            let p = word_after(b, w.end)?;
+            (p.clone(), p.end)
+        };
+        let decoded = decode_base64(unquoted(b, payload.0))?;
+        return Some((at..payload.1, decoded));
+    }
+    // Piped in: `echo [-n] X | base64 -d` or `printf [%s] X | base64 -d`.
+    let mut p = at;
+    while p > 0 && is_blank(b[p - 1]) {
+        p -= 1;
+    }
+    if p == 0 || b[p - 1] != b'|' || (p > 1 && b[p - 2] == b'|') {
+        return None;
+    }
+    let payload = word_before(b, p - 1)?;
+    let mut start = payload.start;
+    let mut cmd = word_before(b, start)?;
+    for _ in 0..3 {
+        let w = unquoted(b, cmd.clone());
+        if w == b"echo" || w == b"printf" {
+            start = cmd.start;
+            break;
+        }
+        if !(w.starts_with(b"-") || w.starts_with(b"%")) {
+            return None;
+        }
+        cmd = word_before(b, cmd.start)?;
+    }
+    if start == payload.start {
+        return None;
+    }
+    let decoded = decode_base64(unquoted(b, payload))?;
+    Some((start..end, decoded))
+}
+
+/// A decoding call with a quoted literal: `b64decode('X')`, `b64decode(b"X")`, `atob('X')`.
+fn call_base64(b: &[u8], name_at: usize, mut at: usize) -> Option<(Range<usize>, String)> {
+    let skip_blanks = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    at = skip_blanks(at);
+    if b.get(at) != Some(&b'(') {
+        return None;
+    }
+    at = skip_blanks(at + 1);
+    if matches!(b.get(at), Some(b'b' | b'r' | b'B' | b'R')) {
+        at += 1;
+    }
+    let q = *b.get(at)?;
+    if q != b'\'' && q != b'"' {
+        return None;
+    }
+    let close = at + 1 + memchr::memchr(q, &b[at + 1..])?;
+    let decoded = decode_base64(&b[at + 1..close])?;
+    let end = skip_blanks(close + 1);
+    if b.get(end) != Some(&b')') {
+        return None;
+    }
+    Some((name_at..end + 1, format!("'{decoded}'")))
+}
+
+// --- shell quoting and expansion -------------------------------------------------------------
+
+/// Bytes that end a shell word outside quotes.
+fn is_separator(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+    )
+}
+
+fn is_name_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+fn is_name_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Index after the quote that closes the one at `open`, or the end of the text.
+fn single_quote_end(b: &[u8], open: usize) -> usize {
+    memchr::memchr(b'\'', &b[open + 1..]).map_or(b.len(), |k| open + 1 + k + 1)
+}
+
+/// Index after the `"` that closes the one at `open` (backslash escapes and substitutions
+/// inside skipped), or the end of the text.
+fn double_quote_end(b: &[u8], open: usize) -> usize {
+    let mut j = open + 1;
+    while let Some(k) = memchr::memchr3(b'"', b'\\', b'$', &b[j..]) {
+        let at = j + k;
+        match b[at] {
+            b'"' => return at + 1,
+            b'\\' => j = at + 2,
+            _ if b.get(at + 1) == Some(&b'(') => j = paren_end(b, at + 1),
+            _ => j = at + 1,
+        }
+        if j >= b.len() {
+            break;
+        }
+    }
+    b.len()
+}
+
+/// Index after the `)` that closes the `(` at `open` (quotes inside skipped), or the end.
+fn paren_end(b: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut j = open;
+    while j < b.len() {
+        match b[j] {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j + 1;
+                }
+            }
+            b'\'' => {
+                j = single_quote_end(b, j);
+                continue;
+            }
+            b'"' => {
+                j = double_quote_end(b, j);
+                continue;
+            }
+            b'\\' => j += 1,
+            _ => {}
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+/// Index after the shell word that starts at `start`.
+fn word_end(b: &[u8], start: usize) -> usize {
+    let mut j = start;
+    while j < b.len() {
+        match b[j] {
+            c if is_separator(c) => break,
+            b'\\' => j += 2,
+            b'\'' => j = single_quote_end(b, j),
+            b'"' => j = double_quote_end(b, j),
+            b'`' => j = memchr::memchr(b'`', &b[j + 1..]).map_or(b.len(), |k| j + 1 + k + 1),
+            b'$' if b.get(j + 1) == Some(&b'(') => j = paren_end(b, j + 1),
+            b'$' if b.get(j + 1) == Some(&b'{') => {
+                j = memchr::memchr(b'}', &b[j + 2..]).map_or(b.len(), |k| j + 2 + k + 1)
+            }
+            _ => j += 1,
+        }
+    }
+    j.min(b.len())
+}
+
+/// Decodes the backslash escapes of ANSI-C quoting (`$'…'`) and of `printf` and `echo -e`:
+/// `\x72`, `\162`, `\u0072`, `\n` and the like. Unknown escapes stay as written.
+fn decode_escapes(s: &str, octal_needs_zero: bool) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
+            out.push_str(&s[i..]);
+            break;
+        };
+        out.push_str(&s[i..i + k]);
+        i += k;
+        let Some(&e) = b.get(i + 1) else {
+            out.push('\\');
+            break;
+        };
+        let digits = |from: usize, max: usize, radix: u32| {
+            let mut n = 0u32;
+            let mut j = from;
+            while j < b.len() && j - from < max {
+                let Some(d) = (b[j] as char).to_digit(radix) else {
+                    break;
+                };
+                n = n * radix + d;
+                j += 1;
+            }
+            (n, j)
+        };
+        let (c, next) = match e {
+            b'x' => {
+                let (n, j) = digits(i + 2, 2, 16);
+                (if j > i + 2 { char::from_u32(n) } else { None }, j)
+            }
+            b'u' | b'U' => {
+                let (n, j) = digits(i + 2, if e == b'u' { 4 } else { 8 }, 16);
+                (if j > i + 2 { char::from_u32(n) } else { None }, j)
+            }
+            b'0'..=b'7' => {
+                let from = if octal_needs_zero && e == b'0' {
+                    i + 2
+                } else {
+                    i + 1
+                };
+                let (n, j) = digits(from, 3, 8);
+                (char::from_u32(n), j)
+            }
+            b'n' => (Some('\n'), i + 2),
+            b't' => (Some('\t'), i + 2),
+            b'r' => (Some('\r'), i + 2),
+            b'a' => (Some('\u{7}'), i + 2),
+            b'b' => (Some('\u{8}'), i + 2),
+            b'e' | b'E' => (Some('\u{1b}'), i + 2),
+            b'f' => (Some('\u{c}'), i + 2),
+            b'v' => (Some('\u{b}'), i + 2),
+            b'\\' | b'\'' | b'"' | b'?' => (Some(e as char), i + 2),
+            _ => (None, i + 1),
+        };
+        match c.filter(|&c| c != '\0') {
+            Some(c) => push_folded(&mut out, c),
+            None => out.push_str(&s[i..next]),
+        }
+        i = next;
+    }
+    out
+}
+
+/// One piece of a shell word.
+#[derive(Debug)]
+enum WordPart {
+    /// Text the shell passes on as it is (unquoted, or inside quotes).
+    Lit,
+    /// A quote character the shell removes.
+    Quote,
+    /// A backslash escape outside quotes (`\r`): the shell keeps the character only.
+    Escape,
+    /// An expansion or decoding: the text the shell reads instead.
+    Replace(String),
+    /// ANSI-C quoting `$'…'`, decoded.
+    AnsiC(String),
+}
+
+/// A shell word split into parts.
+#[derive(Debug, Default)]
+struct Word {
+    parts: Vec<(Range<usize>, WordPart)>,
+    /// Some quoted text holds a blank: the word is ordinary quoting (`"a b"`), so its quotes
+    /// stay in the view.
+    quoted_blank: bool,
+    /// Quoted strings, escapes and runs of plain text, counted: more than one means the
+    /// quoting splits the word (`r''m`, `'r'"m"`, `\rm`).
+    segments: usize,
+}
+
+impl Word {
+    fn lit(&mut self, r: Range<usize>) {
+        if r.is_empty() {
+            return;
+        }
+        if let Some((last, WordPart::Lit)) = self.parts.last_mut()
+            && last.end == r.start
+        {
+            last.end = r.end;
+            return;
+        }
+        self.parts.push((r, WordPart::Lit));
+    }
+
+    /// The word as the shell passes it on: quotes removed, escapes and expansions applied.
+    fn value(&self, text: &str) -> String {
+        let mut v = String::new();
+        for (r, p) in &self.parts {
+            match p {
+                WordPart::Lit => v.push_str(&text[r.clone()]),
+                WordPart::Quote => {}
+                WordPart::Escape => v.push_str(&text[r.start + 1..r.end]),
+                WordPart::Replace(s) | WordPart::AnsiC(s) => v.push_str(s),
+            }
+        }
+        v
+    }
+
+    fn has(&self, f: fn(&WordPart) -> bool) -> bool {
+        self.parts.iter().any(|(_, p)| f(p))
+    }
+}
+
+/// Shell state across one text: variables assigned so far and the expansion budget.
+struct Shell<'a> {
+    text: &'a str,
+    /// `(position, name, value)` of assignments, in text order.
+    vars: Vec<(usize, String, String)>,
+    /// Bytes expansions have added so far, against `MAX_GROWTH`.
+    growth: Cell<usize>,
+}
+
+impl<'a> Shell<'a> {
+    /// The value of `$name` at `pos`: `IFS` is a blank, positional parameters are unset in
+    /// a `sh -c` string, and other names are what the text assigned them before `pos`.
+    fn var(&self, name: &str, pos: usize) -> Option<String> {
+        if name == "IFS" {
+            return Some(" ".into());
+        }
+        if matches!(name, "@" | "*") || (name.len() == 1 && name.as_bytes()[0].is_ascii_digit()) {
+            return Some(String::new());
+        }
+        self.vars
+            .iter()
+            .rev()
+            .find(|(at, n, _)| *at < pos && n == name)
+            .map(|(_, _, v)| v.clone())
+    }
+
+    /// Splits the word at `r` into parts. `depth` 1 is a word inside a command substitution,
+    /// where substitutions are not expanded again.
+    fn lex(&self, r: Range<usize>, depth: u8) -> Word {
+        let b = &self.text.as_bytes()[..r.end];
+        let mut w = Word::default();
+        let mut i = r.start;
+        let end = r.end;
+        let mut in_lit = false;
+        while i < end {
+            let c = b[i];
+            match c {
+                b'\'' => {
+                    let close = single_quote_end(b, i).min(end);
+                    let inner_end = if close > i + 1 && b[close - 1] == b'\'' {
+                        close - 1
+                    } else {
+                        close
+                    };
+                    w.parts.push((i..i + 1, WordPart::Quote));
+                    w.quoted_blank |= b[i + 1..inner_end].iter().any(u8::is_ascii_whitespace);
+                    w.lit(i + 1..inner_end);
+                    if inner_end < close {
+                        w.parts.push((inner_end..close, WordPart::Quote));
+                    }
+                    w.segments += 1;
+                    in_lit = false;
+                    i = close;
+                }
+                b'"' => {
+                    let close = double_quote_end(b, i).min(end);
+                    w.parts.push((i..i + 1, WordPart::Quote));
+                    let inner_end = if close > i + 1 && b[close - 1] == b'"' {
+                        close - 1
+                    } else {
+                        close
+                    };
+                    let mut j = i + 1;
+                    while j < inner_end {
+                        match b[j] {
+                            b'\\' if matches!(b.get(j + 1), Some(b'"' | b'\\' | b'$' | b'`')) => {
+                                w.parts.push((j..j + 2, WordPart::Escape));
+                                j += 2;
+                            }
+                            b'$' | b'`' => j = self.expansion(&mut w, j, inner_end, depth),
+                            c => {
+                                w.quoted_blank |= c.is_ascii_whitespace();
+                                w.lit(j..j + 1);
+                                j += 1;
+                            }
+                        }
+                    }
+                    if inner_end < close {
+                        w.parts.push((inner_end..close, WordPart::Quote));
+                    }
+                    w.segments += 1;
+                    in_lit = false;
+                    i = close;
+                }
+                b'\\' if b.get(i + 1) == Some(&b'\n') => {
+                    // A line continuation: the shell joins the lines.
+                    w.parts.push((i..i + 2, WordPart::Replace(String::new())));
+                    w.segments += 1;
+                    in_lit = false;
+                    i += 2;
+                }
+                b'\\' => {
+                    let len = self.text[i + 1..].chars().next().map_or(0, char::len_utf8);
+                    let stop = (i + 1 + len).min(end);
+                    w.parts.push((i..stop, WordPart::Escape));
+                    w.segments += 1;
+                    in_lit = false;
+                    i = stop;
+                }
+                b'$' | b'`' => {
+                    i = self.expansion(&mut w, i, end, depth);
+                    w.segments += 1;
+                    in_lit = false;
+                }
+                _ => {
+                    if !in_lit {
+                        w.segments += 1;
+                        in_lit = true;
+                    }
+                    w.lit(i..i + 1);
+                    i += 1;
+                }
+            }
+        }
+        w
+    }
+
+    /// Reads the `$…` or backtick construct at `i` (before `end`) into `w`; returns where it
+    /// ends. Constructs it cannot resolve are kept as literal text.
+    fn expansion(&self, w: &mut Word, i: usize, end: usize, depth: u8) -> usize {
+        // Nothing past the word is read, so no construct makes the work quadratic.
+        let b = &self.text.as_bytes()[..end];
+        let next = b.get(i + 1).copied();
+        if b[i] == b'`' {
+            let (close, body) = match memchr::memchr(b'`', &b[i + 1..]) {
+                Some(k) => (i + 1 + k + 1, i + 1..i + 1 + k),
+                None => (end, i + 1..end),
+            };
+            return self.substitution(w, i..close, body, depth);
+        }
+        match next {
+            Some(b'\'') => {
+                // ANSI-C quoting: `\'` does not close it.
+                let mut j = i + 2;
+                while j < end && b[j] != b'\'' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let close = (j + 1).min(end);
+                let inner = &self.text[(i + 2).min(close)..j.min(end)];
+                let decoded = decode_escapes(inner, false);
+                w.quoted_blank |= decoded.chars().any(char::is_whitespace);
+                w.parts.push((i..close, WordPart::AnsiC(decoded)));
+                close
+            }
+            Some(b'(') if b.get(i + 2) == Some(&b'(') => {
+                let close = paren_end(b, i + 1);
+                w.lit(i..close);
+                close
+            }
+            Some(b'(') => {
+                let close = paren_end(b, i + 1);
+                let body_end = if close > i + 2 && b[close - 1] == b')' {
+                    close - 1
+                } else {
+                    close
+                };
+                self.substitution(w, i..close, i + 2..body_end.max(i + 2), depth)
+            }
+            Some(b'{') => {
+                let (close, inner) = match memchr::memchr(b'}', &b[i + 2..]) {
+                    Some(k) => (i + 2 + k + 1, i + 2..i + 2 + k),
+                    None => (end, i + 2..end),
+                };
+                let value = self.braced(&self.text[inner], i);
+                self.replace_or_keep(w, i..close, value);
+                close
+            }
+            Some(c) if is_name_start(c) => {
+                let stop = b[i + 1..]
+                    .iter()
+                    .position(|&c| !is_name_byte(c))
+                    .map_or(end, |k| i + 1 + k);
+                let value = self.var(&self.text[i + 1..stop], i);
+                self.replace_or_keep(w, i..stop, value);
+                stop
+            }
+            Some(b'@' | b'*' | b'1'..=b'9') => {
+                self.replace_or_keep(w, i..i + 2, Some(String::new()));
+                i + 2
+            }
+            _ => {
+                w.lit(i..i + 1);
+                i + 1
+            }
+        }
+    }
+
+    /// `${…}`: `${IFS}` and its slices are a blank; `${x}`, `${x:-default}` and `${x-default}`
+    /// are the variable or the default.
+    fn braced(&self, inner: &str, pos: usize) -> Option<String> {
+        if inner.starts_with("IFS") {
+            return Some(" ".into());
+        }
+        let b = inner.as_bytes();
+        let name_len = b.iter().position(|&c| !is_name_byte(c)).unwrap_or(b.len());
+        let (name, rest) = inner.split_at(name_len);
+        if name.is_empty() {
+            return None;
+        }
+        let default = rest
+            .strip_prefix(":-")
+            .or_else(|| rest.strip_prefix('-'))
+            .or_else(|| rest.strip_prefix(":="))
+            .or_else(|| rest.strip_prefix('='));
+        match (self.var(name, pos), default) {
+            (Some(v), _) if rest.is_empty() || default.is_some() => Some(v),
+            (None, Some(d)) => Some(d.trim_matches(['\'', '"']).to_string()),
+            _ => None,
+        }
+    }
+
+    fn replace_or_keep(&self, w: &mut Word, r: Range<usize>, value: Option<String>) {
+        match value {
+            Some(v) if v.len() <= r.len() + MAX_GROWTH.saturating_sub(self.growth.get()) => {
+                self.growth
+                    .set(self.growth.get() + v.len().saturating_sub(r.len()));
+                w.parts.push((r, WordPart::Replace(v)));
+            }
+            _ => w.lit(r),
+        }
+    }
+
+    /// `$(echo rm)`, `` `printf rm` ``: what a substitution that only prints its arguments
+    /// prints. Others (`$(date)`) are kept as written.
+    fn substitution(
+        &self,
+        w: &mut Word,
+        whole: Range<usize>,
+        body: Range<usize>,
+        depth: u8,
+    ) -> usize {
+        let value = if depth == 0 { self.printed(body) } else { None };
+        self.replace_or_keep(w, whole.clone(), value);
+        whole.end
+    }
+
+    /// The output of `echo ARGS` or `printf ARGS` in `body`, when that is all it runs.
+    fn printed(&self, body: Range<usize>) -> Option<String> {
+        let b = self.text.as_bytes();
+        let mut at = body.start;
+        let mut words: Vec<String> = Vec::new();
+        let mut command = None;
+        while at < body.end {
+            while at < body.end && is_blank(b[at]) {
+                at += 1;
+            }
+            if at >= body.end {
+                break;
+            }
+            if is_separator(b[at]) {
+                return None;
+            }
+            let stop = word_end(&b[..body.end], at);
+            let word = self.lex(at..stop, 1).value(self.text);
+            at = stop;
+            match command {
+                None => {
+                    if word != "echo" && word != "printf" {
+                        return None;
+                    }
+                    command = Some(word);
+                }
+                Some(ref c) if c == "echo" && words.is_empty() && word.starts_with('-') => {}
+                Some(_) => words.push(word),
+            }
+        }
+        let printed = words.join(" ");
+        Some(if command.as_deref() == Some("printf") {
+            decode_escapes(&printed, false)
+        } else {
+            printed
+        })
+    }
+
+    /// Records `NAME=value` assignments, in order, for `$NAME` later in the text.
+    fn collect_assignments(&mut self) {
+        let b = self.text.as_bytes();
+        let mut tried = 0;
+        for eq in memchr::memchr_iter(b'=', b) {
+            if self.vars.len() >= MAX_VARS || tried >= 4 * MAX_VARS {
+                break;
+            }
+            let name_start = b[..eq]
+                .iter()
+                .rposition(|&c| !is_name_byte(c))
+                .map_or(0, |p| p + 1);
+            if name_start == eq
+                || !is_name_start(b[name_start])
+                || (name_start > 0 && !is_separator(b[name_start - 1]))
+            {
+                continue;
+            }
+            tried += 1;
+            // A value longer than any kept is not read to its end.
+            let bound = (eq + 1 + 4 * MAX_VAR_VALUE).min(b.len());
+            let stop = word_end(&b[..bound], eq + 1);
+            let value = self.lex(eq + 1..stop, 1).value(self.text);
+            if value.len() <= MAX_VAR_VALUE {
+                let name = self.text[name_start..eq].to_string();
+                self.vars.push((eq, name, value));
+            }
+        }
+    }
+}
+
+/// A word's value looks like a command, flag or path: what quoting is used to disguise.
+fn command_like(v: &str) -> bool {
+    !v.is_empty()
+        && v.bytes().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    b'_' | b'.' | b'/' | b'~' | b'=' | b'+' | b'-' | b'@' | b':' | b'%'
+                )
+        })
+}
+
+/// The words of the command before `at`, up to the previous separator: for `printf` and
+/// `echo -e` arguments, whose escapes the command decodes.
+fn decodes_escapes(b: &[u8], at: usize) -> bool {
+    let from = at.saturating_sub(256);
+    let line = &b[from..at];
+    let start = line
+        .iter()
+        .rposition(|&c| matches!(c, b'\n' | b';' | b'&' | b'|' | b'(' | b'`'))
+        .map_or(0, |p| p + 1);
+    let mut words = line[start..]
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
+    match words.next() {
+        Some(b"printf") => true,
+        Some(b"echo") => words.any(|w| w.len() > 1 && w[0] == b'-' && w.contains(&b'e')),
+        _ => false,
+    }
+}
+
+/// Shell quoting, escapes and expansions that disguise a word: `r''m`, `\rm`, `'r'"m"`,
+/// `$'\x72m'`, `rm${IFS}-rf`, `$a` after `a=rm`, `$(echo rm)`, `{rm,-rf,/}`, and escapes in
+/// what `printf` or `echo -e` print. Ordinary quoting (`"a b"`, `'x'` as an argument) is left
+/// as written.
+fn shell(text: &str) -> Option<Pass> {
+    let b = text.as_bytes();
+    let mut sh = Shell {
+        text,
+        vars: Vec::new(),
+        growth: Cell::new(0),
+    };
+    if memchr::memchr(b'$', b).is_some() {
+        sh.collect_assignments();
+    }
+    let mut out = Builder::new(text);
+    // The next special byte from three SIMD searches, each redone only once it is passed,
+    // so the text is searched once whatever the mix of bytes.
+    let (mut next_a, mut next_c, mut next_h) = (Some(0), Some(0), Some(0));
+    let mut pos = 0;
+    let mut first = true;
+    loop {
+        if first || next_a.is_some_and(|p| p < pos) {
+            next_a = memchr::memchr3(b'\'', b'"', b'\\', &b[pos..]).map(|k| pos + k);
+        }
+        if first || next_c.is_some_and(|p| p < pos) {
+            next_c = memchr::memchr3(b'$', b'`', b'{', &b[pos..]).map(|k| pos + k);
+        }
+        if first || next_h.is_some_and(|p| p < pos) {
+            next_h = memchr::memchr(b'#', &b[pos..]).map(|k| pos + k);
+        }
+        first = false;
+        let Some(p) = [next_a, next_c, next_h].into_iter().flatten().min() else {
+            break;
+        };
+        let ws = b[pos..p]
+            .iter()
+            .rposition(|&c| is_separator(c))
+            .map_or(pos, |k| pos + k + 1);
+        if b[p] == b'#' && p == ws {
+            // A comment runs to the end of the line (`#` inside a word is text).
+            pos = memchr::memchr(b'\n', &b[p..]).map_or(b.len(), |k| p + k);
+            continue;
+        }
+        let we = word_end(b, ws).max(p + 1).min(b.len());
+        // A `(` opens a subshell or substitution only where it does not call a function.
+        let command_position =
+            b[..ws]
+                .iter()
+                .rposition(|&c| !is_blank(c))
+                .is_none_or(|k| match b[k] {
+                    b'\n' | b';' | b'&' | b'|' | b'`' => true,
+                    b'(' => k == 0 || !is_name_byte(b[k - 1]),
+                    _ => false,
+                });
+        rewrite_word(&sh, &mut out, ws..we, command_position);
+        pos = we;
+    }
+    out.finish()
+}
+
+/// Writes the view of one word into `out`.
+fn rewrite_word(sh: &Shell<'_>, out: &mut Builder<'_>, r: Range<usize>, command_position: bool) {
+    let b = sh.text.as_bytes();
+    let raw = &sh.text[r.clone()];
+    // `{rm,-rf,/}` at the start of a command runs `rm -rf /`.
+    if command_position
+        && raw.len() > 2
+        && raw.starts_with('{')
+        && raw.ends_with('}')
+        && raw.contains(',')
+        && !raw[1..raw.len() - 1].contains(['{', '}', '\'', '"', '$', '\\', '`'])
+    {
+        out.replace(r, &raw[1..raw.len() - 1].replace(',', " "));
+        return;
+    }
+    let mut word = sh.lex(r.clone(), 0);
+    // `printf '\x72m'` and `echo -e '\x72m'` print the decoded text.
+    if word.has(|p| matches!(p, WordPart::Quote))
+        && raw.contains('\\')
+        && decodes_escapes(b, r.start)
+    {
+        let mut parts = Vec::with_capacity(word.parts.len());
+        for (pr, p) in word.parts.drain(..) {
+            match p {
+                WordPart::Lit if sh.text[pr.clone()].contains('\\') => {
+                    let decoded = decode_escapes(&sh.text[pr.clone()], true);
+                    word.quoted_blank |= decoded.chars().any(char::is_whitespace);
+                    parts.push((pr, WordPart::Replace(decoded)));
+                }
+                other => parts.push((pr, other)),
+            }
+        }
+        word.parts = parts;
+    }
+    let expands = word.has(|p| matches!(p, WordPart::Replace(_) | WordPart::AnsiC(_)));
+    let unquote = !word.quoted_blank
+        && word.has(|p| matches!(p, WordPart::Quote | WordPart::Escape))
+        && (word.segments > 1 || command_position)
+        && command_like(&word.value(sh.text));
+    if !expands && !unquote {
+        return;
+    }
+    let mut buf = String::new();
+    for (pr, p) in &word.parts {
+        match p {
+            WordPart::Lit => {}
+            WordPart::Quote | WordPart::Escape if !unquote => {}
+            WordPart::Quote => out.replace(pr.clone(), ""),
+            WordPart::Escape => out.replace(pr.clone(), &sh.text[pr.start + 1..pr.end]),
+            WordPart::Replace(v) => out.replace(pr.clone(), v),
+            WordPart::AnsiC(v) => {
+                // Quoted text with blanks stays one quoted word, as the shell passes it.
+                let v = if word.quoted_blank {
+                    buf.clear();
+                    buf.push('\'');
+                    buf.push_str(v);
+                    buf.push('\'');
+                    buf.as_str()
+                } else {
+                    v.as_str()
+                };
+                out.replace(pr.clone(), v);
+            }
+        }
+    }
+}
+
+// --- SQL comments ----------------------------------------------------------------------------
+
+/// Words a SQL comment may be splitting (`DR/**/OP`): joined, the comment goes; otherwise it
+/// is read as the blank it stands for (`DROP/**/TABLE`).
+const SQL_KEYWORDS: &[&str] = &[
+    "alter",
+    "cascade",
+    "collection",
+    "create",
+    "database",
+    "delete",
+    "drop",
+    "exec",
+    "execute",
+    "exists",
+    "from",
+    "grant",
+    "insert",
+    "into",
+    "keyspace",
+    "returning",
+    "schema",
+    "select",
+    "set",
+    "table",
+    "truncate",
+    "union",
+    "update",
+    "values",
+    "where",
+];
+
+/// The longest of `SQL_KEYWORDS`.
+const MAX_SQL_KEYWORD: usize = 10;
+
+/// Statement verbs: a text without one is not SQL, and its `--` is a flag, not a comment.
+static SQL_VERBS: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([
+            "drop", "delete", "truncate", "update", "alter", "insert", "select", "create",
+        ])
+        .ok()
+});
+
+fn has_sql_verb(text: &str) -> bool {
+    SQL_VERBS.as_ref().is_some_and(|ac| ac.is_match(text))
+}
+
+/// The word characters that end `s`.
+fn trailing_word(s: &str) -> &str {
+    let start = s
+        .bytes()
+        .rposition(|c| !is_name_byte(c))
+        .map_or(0, |p| p + 1);
+    &s[start..]
+}
+
+/// Block comments (`/* … */`; MySQL's `/*! … */` runs its content) and, in text that holds a
+/// SQL verb, `--` line comments, read the way a SQL parser reads them.
+fn sql_comments(text: &str) -> Option<Pass> {
+    let b = text.as_bytes();
+    let block = memmem::find(b, b"/*").is_some();
+    let line = memmem::find(b, b"--").is_some() && has_sql_verb(text);
+    if !block && !line {
+        return None;
+    }
+    let mut out = Builder::new(text);
+    let mut at = 0;
+    loop {
+        let next_block = if block {
+            memmem::find(&b[at..], b"/*").map(|k| at + k)
+        } else {
+            None
+        };
+        let next_line = if line {
+            memmem::find(&b[at..], b"--").map(|k| at + k)
+        } else {
+            None
+        };
+        let Some(start) = [next_block, next_line].into_iter().flatten().min() else {
+            break;
+        };
+        if Some(start) == next_line {
+            let end = memchr::memchr(b'\n', &b[start..]).map_or(b.len(), |k| start + k);
+            out.replace(start..end, "");
+            at = end;
+            continue;
+        }
+        let end = memmem::find(&b[start + 2..], b"*/").map_or(b.len(), |k| start + 2 + k + 2);
+        let inner_end = if end >= start + 4 && &b[end - 2..end] == b"*/" {
+            end - 2
+        } else {
+            end
+        };
+        if b.get(start + 2) == Some(&b'!') {
+            // MySQL runs what follows the version number.
+            let mut c = start + 3;
+            while c < inner_end && b[c].is_ascii_digit() {
+                c += 1;
+            }
+            out.replace(start..end, &text[c..inner_end]);
+        } else {
+            // The word the comment may split: what the view holds before it (earlier joins
+            // included) and the word after it. Keywords are short; longer words are not read.
+            let pending = trailing_word(&text[out.at.min(start)..start]);
+            let before_len = if pending.len() == start - out.at.min(start) {
+                trailing_word(&out.out).len() + pending.len()
+            } else {
+                pending.len()
+            };
+            let after_len = b[end..]
+                .iter()
+                .position(|&c| !is_name_byte(c))
+                .unwrap_or(b.len() - end);
+            let joins =
+                before_len > 0 && after_len > 0 && before_len + after_len <= MAX_SQL_KEYWORD && {
+                    let head = &out.out[out.out.len() - (before_len - pending.len())..];
+                    let joined = format!("{head}{pending}{}", &text[end..end + after_len]);
+                    SQL_KEYWORDS.contains(&joined.to_ascii_lowercase().as_str())
+                };
+            let with = if joins { "" } else { " " };
+            out.replace(start..end, with);
+        }
+        at = end;
+    }
+    let pass = out.finish()?;
+    // Block comments are common in code; the view is kept only for SQL.
+    has_sql_verb(&pass.text).then_some(pass)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,336 @@
+//! Tests of the decoded views: each decoder on attacks and on the look-alikes it must leave
+//! alone, the mapping back to the original bytes, and the caps on expansion.
+
+use super::*;
+
+const COMMANDS: Decoders = Decoders { commands: true };
+const TEXT: Decoders = Decoders { commands: false };
+
+fn view(text: &str) -> Option<String> {
+    Decoded::new(text, COMMANDS).map(|d| d.text().to_string())
+}
+
+/// The original bytes a match of `needle` in the view maps back to.
+fn source_of(text: &str, needle: &str) -> String {
+    let d = Decoded::new(text, COMMANDS).unwrap();
+    let at = d.text().find(needle).unwrap();
+    let (s, e) = d.source_range(at, at + needle.len());
+    text[s..e].to_string()
+}
+
+#[test]
+fn text_without_trigger_bytes_has_no_view() {
+    for t in [
+        "rm -rf ./build",
+        "ls -la /tmp",
+        "SELECT * FROM t",
+        "plain words",
+    ] {
+        assert_eq!(view(t), None, "{t}");
+    }
+}
+
+#[test]
+fn html_entities_decode_and_map_back() {
+    assert_eq!(view("&#114;m -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("rm -rf &#x2F;").as_deref(), Some("rm -rf /"));
+    assert_eq!(
+        view("cat &sol;etc&sol;shadow").as_deref(),
+        Some("cat /etc/shadow")
+    );
+    assert_eq!(view("&amp;#114;m").as_deref(), Some("rm"), "encoded twice");
+    assert_eq!(source_of("&#114;m -rf /", "rm"), "&#114;m");
+    // Look-alikes: text entities decode to text; unknown names stay.
+    assert_eq!(view("Tom &amp; Jerry").as_deref(), Some("Tom & Jerry"));
+    assert_eq!(view("&copy; 2024"), None);
+    assert_eq!(view("a & b"), None);
+}
+
+#[test]
+fn percent_escapes_decode_utf8_runs_only() {
+    let d = Decoded::new("..%2f..%2fetc%2fshadow", TEXT).unwrap();
+    assert_eq!(d.text(), "../../etc/shadow");
+    assert_eq!(
+        view("%252e%252e%252f").as_deref(),
+        Some("../"),
+        "encoded twice"
+    );
+    assert_eq!(view("caf%C3%A9").as_deref(), Some("café"));
+    assert_eq!(view("AKIA%49OSF").as_deref(), Some("AKIAIOSF"));
+    assert_eq!(source_of("AKIA%49OSF", "AKIAIOSF"), "AKIA%49OSF");
+    // Look-alikes: invalid UTF-8, lone percent signs and format strings stay.
+    assert_eq!(view("%ff and 100% sure"), None);
+    assert_eq!(view("date +%Y-%m-%d"), None);
+    assert_eq!(view("q=hello%20world").as_deref(), Some("q=hello world"));
+}
+
+#[test]
+fn base64_payloads_piped_to_a_shell_decode() {
+    assert_eq!(
+        view("echo cm0gLXJmIC8= | base64 -d | sh").as_deref(),
+        Some("rm -rf / | sh")
+    );
+    assert_eq!(
+        view("echo 'cm0gLXJmIC8=' | base64 --decode | bash").as_deref(),
+        Some("rm -rf / | bash")
+    );
+    assert_eq!(
+        view("base64 -d <<< cm0gLXJmIH4= | sh").as_deref(),
+        Some("rm -rf ~ | sh")
+    );
+    assert_eq!(
+        view("os.system(base64.b64decode('cm0gLXJmIC8='))").as_deref(),
+        Some("os.system(base64.'rm -rf /')")
+    );
+    // Look-alikes: files, encoding, binary payloads.
+    assert_eq!(view("base64 -d file > out.png"), None);
+    assert_eq!(view("base64 <<< hello"), None);
+    assert_eq!(view("echo AAEC | base64 -d > x.bin"), None, "binary");
+}
+
+#[test]
+fn shell_quoting_that_splits_a_word_is_removed() {
+    assert_eq!(view("r''m -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("r\"\"m -rf ~").as_deref(), Some("rm -rf ~"));
+    assert_eq!(view("'r'\"m\" -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("s\\udo reboot").as_deref(), Some("sudo reboot"));
+    assert_eq!(
+        view("r\\\nm -rf /").as_deref(),
+        Some("rm -rf /"),
+        "a line continuation"
+    );
+    assert_eq!(
+        view("git push --f''orce").as_deref(),
+        Some("git push --force")
+    );
+    assert_eq!(view("'sudo' reboot").as_deref(), Some("sudo reboot"));
+    assert_eq!(source_of("r''m -rf /", "rm"), "r''m");
+    // Look-alikes: ordinary quoting stays as written.
+    assert_eq!(view("echo 'pseudo code' > notes.txt"), None);
+    assert_eq!(view("git commit -m \"drop database prod\""), None);
+    assert_eq!(view("grep -r 'x' src"), None, "a quoted argument");
+    assert_eq!(view("print('hello')"), None, "Python");
+    assert_eq!(view("x = {'a': 1}"), None, "a dict");
+    assert_eq!(view("# don't\nls"), None, "a comment");
+}
+
+#[test]
+fn ansi_c_quoting_decodes() {
+    assert_eq!(view("$'\\x72m' -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("$'\\162m' -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("$'\\u0072m' -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(
+        view("sh -c $'\\x72\\x6d -rf /'").as_deref(),
+        Some("sh -c 'rm -rf /'")
+    );
+    assert_eq!(source_of("$'\\x72m' -rf /", "rm"), "$'\\x72m'");
+    // Look-alikes decode to what they say.
+    assert_eq!(view("echo $'caf\\u00e9'").as_deref(), Some("echo café"));
+    assert_eq!(view("echo $'\\101\\102'").as_deref(), Some("echo AB"));
+}
+
+#[test]
+fn printf_and_echo_e_escapes_decode() {
+    assert_eq!(
+        view("printf '\\x72\\x6d -rf /' | sh").as_deref(),
+        Some("printf 'rm -rf /' | sh")
+    );
+    assert_eq!(
+        view("echo -e '\\x73udo reboot' | sh").as_deref(),
+        Some("echo -e 'sudo reboot' | sh")
+    );
+    // Look-alike: the same escapes after a command that prints them as they are.
+    assert_eq!(view("echo '\\x72m'"), None);
+}
+
+#[test]
+fn expansions_resolve() {
+    assert_eq!(view("rm${IFS}-rf${IFS}/").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("rm$IFS-rf$IFS/").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("a=rm; $a -rf /").as_deref(), Some("a=rm; rm -rf /"));
+    assert_eq!(view("x=rm; ${x} -rf ~").as_deref(), Some("x=rm; rm -rf ~"));
+    assert_eq!(
+        view("c='rm -rf'; $c /").as_deref(),
+        Some("c='rm -rf'; rm -rf /")
+    );
+    assert_eq!(
+        view("x=r; y=m; $x$y -rf /").as_deref(),
+        Some("x=r; y=m; rm -rf /")
+    );
+    assert_eq!(view("$(echo rm) -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("`echo rm` -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("$(printf rm) -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("r$@m -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("${x:-rm} -rf /").as_deref(), Some("rm -rf /"));
+    assert_eq!(view("{rm,-rf,/}").as_deref(), Some("rm -rf /"));
+    // Look-alikes: unknown variables and real commands stay; results are harmless.
+    assert_eq!(view("echo $HOME"), None);
+    assert_eq!(view("echo $(date +%F)"), None);
+    assert_eq!(view("eval \"$(ssh-agent -s)\""), None);
+    assert_eq!(view("a=ls; $a -la").as_deref(), Some("a=ls; ls -la"));
+    assert_eq!(view("mkdir -p src/{lib,bin}"), None);
+}
+
+#[test]
+fn expansions_are_capped() {
+    let big = "x".repeat(200);
+    let text = format!("a={big}; {}", "$a ".repeat(1000));
+    let d = Decoded::new(&text, COMMANDS).unwrap();
+    assert!(
+        d.text().len() <= text.len() + MAX_GROWTH + 256,
+        "{}",
+        d.text().len()
+    );
+}
+
+#[test]
+fn sql_comments_join_split_keywords_or_stand_for_blanks() {
+    assert_eq!(
+        SQL_KEYWORDS.iter().map(|k| k.len()).max(),
+        Some(MAX_SQL_KEYWORD)
+    );
+    assert_eq!(
+        view("DR/**/OP TABLE users;").as_deref(),
+        Some("DROP TABLE users;")
+    );
+    assert_eq!(
+        view("drop/**/table users;").as_deref(),
+        Some("drop table users;")
+    );
+    assert_eq!(
+        view("DEL/**/ETE/**/FROM users;").as_deref(),
+        Some("DELETE FROM users;")
+    );
+    assert_eq!(
+        view("/*!50000DROP*/ TABLE t;").as_deref(),
+        Some("DROP TABLE t;")
+    );
+    assert_eq!(
+        view("DROP--x\nTABLE users;").as_deref(),
+        Some("DROP\nTABLE users;")
+    );
+    assert_eq!(source_of("DR/**/OP TABLE users;", "DROP"), "DR/**/OP");
+    // Look-alikes: comments in code and flags that look like SQL comments.
+    assert_eq!(view("int x; /* counter */"), None);
+    assert_eq!(view("rm --recursive --force build"), None);
+    assert_eq!(
+        view("SELECT /* c */ * FROM t;").as_deref(),
+        Some("SELECT   * FROM t;")
+    );
+}
+
+#[test]
+fn commands_only_decoders_stay_off_for_text() {
+    assert!(Decoded::new("r''m -rf /", TEXT).is_none());
+    assert!(Decoded::new("DR/**/OP TABLE t", TEXT).is_none());
+}
+
+#[test]
+fn regions_cover_the_changes_in_the_final_view() {
+    let pad = "x ".repeat(100);
+    let text = format!("{pad}&#114;m -rf /{pad}");
+    let d = Decoded::new(&text, COMMANDS).unwrap();
+    let regions = d.regions(8);
+    assert_eq!(regions.len(), 1);
+    let r = &regions[0];
+    assert!(
+        d.text()[r.clone()].contains("rm -rf"),
+        "{:?}",
+        &d.text()[r.clone()]
+    );
+    assert!(r.len() < 40);
+}
+
+/// Pieces of every construct the decoders read, cut so recombining them makes unclosed
+/// quotes, substitutions and comments, and multi-byte characters next to them.
+const FRAGMENTS: &[&str] = &[
+    "r",
+    "m",
+    " ",
+    "-rf",
+    "/",
+    "'",
+    "\"",
+    "\\",
+    "$",
+    "$'",
+    "\\x72",
+    "${",
+    "}",
+    "$(",
+    ")",
+    "`",
+    "{",
+    ",",
+    "IFS",
+    "a=",
+    "$a",
+    "#",
+    "\n",
+    ";",
+    "|",
+    "&#",
+    "114",
+    "&amp;",
+    ";",
+    "%",
+    "2f",
+    "%2",
+    "%C3%A9",
+    "/*",
+    "*/",
+    "--",
+    "DR",
+    "OP",
+    "é",
+    "ｒ",
+    "\u{200b}",
+    "echo",
+    "base64 -d",
+    "<<<",
+    "cm0gLXJmIC8=",
+    "b64decode(",
+    "printf",
+    "-e",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+    /// Any text decodes without panicking, and every range of the view maps to a range
+    /// of the text on char boundaries; regions lie inside the view on char boundaries.
+    #[test]
+    fn views_map_back_onto_char_boundaries(
+        picks in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 1..24),
+        commands in proptest::prelude::any::<bool>(),
+    ) {
+        let text: String = picks.iter().map(|i| FRAGMENTS[i.index(FRAGMENTS.len())]).collect();
+        let Some(d) = Decoded::new(&text, Decoders { commands }) else {
+            return Ok(());
+        };
+        let view = d.text();
+        for r in d.regions(4) {
+            proptest::prop_assert!(r.end <= view.len());
+            proptest::prop_assert!(view.is_char_boundary(r.start) && view.is_char_boundary(r.end));
+        }
+        let bounds: Vec<usize> = (0..=view.len()).filter(|&i| view.is_char_boundary(i)).collect();
+        for (k, &s) in bounds.iter().enumerate() {
+            for &e in &bounds[k + 1..] {
+                let (os, oe) = d.source_range(s, e);
+                proptest::prop_assert!(os <= oe && oe <= text.len(), "{s}..{e} -> {os}..{oe}");
+                proptest::prop_assert!(text.is_char_boundary(os) && text.is_char_boundary(oe));
+            }
+        }
+    }
+}
+
+#[test]
+fn mapping_covers_multi_pass_changes() {
+    // An entity decoded, then the shell quoting it produced removed.
+    let text = "r&#39;&#39;m -rf /";
+    assert_eq!(view(text).as_deref(), Some("rm -rf /"));
+    assert_eq!(source_of(text, "rm"), "r&#39;&#39;m");
+    assert_eq!(source_of(text, "-rf /"), "-rf /");
+}
