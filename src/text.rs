@@ -115,3 +115,29 @@ mod tests {
         assert_eq!(head("", 0), "");
     }
 }
+
+/// Decodes base64, standard or URL-safe alphabet, without padding, up to the first byte
+/// outside the alphabet. Returns the bytes and how many input bytes were read, so a caller
+/// can take a prefix (a blob inside text) or insist on the whole run.
+pub fn decode_base64_prefix(run: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(run.len() / 4 * 3 + 2);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for (i, &b) in run.iter().enumerate() {
+        let value = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return (out, i),
+        };
+        acc = (acc << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    (out, run.len())
+}

@@ -1223,26 +1223,7 @@ fn decode(encoding: Encoding, run: &[u8]) -> Vec<u8> {
 }
 
 fn decode_base64(run: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(run.len() / 4 * 3 + 2);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for &b in run {
-        let value = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => break,
-        };
-        acc = (acc << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    out
+    crate::text::decode_base64_prefix(run).0
 }
 
 fn decode_hex(run: &[u8]) -> Vec<u8> {

@@ -446,24 +446,9 @@ fn decode_base64(s: &[u8]) -> Option<String> {
     if body.len() % 4 == 1 {
         return None;
     }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for &c in body {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
+    let (out, read) = crate::text::decode_base64_prefix(body);
+    if read != body.len() {
+        return None;
     }
     let text = String::from_utf8(out).ok()?;
     let printable = text

@@ -89,25 +89,11 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-struct Setup {
-    ca: Ca,
-    server: Running,
-    dir: tempfile::TempDir,
-}
-
-async fn setup() -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = Ca::new("toolgate test CA");
-    let (cert, key) = ca.leaf(&["localhost"], None);
-    let tls = TlsFiles {
-        cert: write(dir.path(), "server.pem", &cert),
-        key: write(dir.path(), "server.key", &key),
-        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
-    };
-    let policy = write(dir.path(), "pack.yaml", PACK);
-    let server = start(ServeOptions {
+/// A server on loopback with the test pack, TLS as given, and nothing else.
+fn options(dir: &Path, tls: TlsFiles) -> ServeOptions {
+    ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(policy),
+        policy: Some(write(dir, "pack.yaml", PACK)),
         env: None,
         max_in_flight: 64,
         admin_listen: None,
@@ -121,7 +107,34 @@ async fn setup() -> Setup {
         review: None,
         upstream: None,
         tls: Some(tls),
+        tls_poll: Duration::from_secs(5),
+    }
+}
+
+/// Server files from `ca` in `dir`: a certificate for localhost, its key, and the CA as
+/// the client CA.
+fn server_files(dir: &Path, ca: &Ca) -> TlsFiles {
+    let (cert, key) = ca.leaf(&["localhost"], None);
+    TlsFiles {
+        cert: write(dir, "server.pem", &cert),
+        key: write(dir, "server.key", &key),
+        client_ca: Some(write(dir, "ca.pem", &ca.pem())),
+    }
+}
+
+struct Setup {
+    ca: Ca,
+    server: Running,
+    dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("toolgate test CA");
+    let tls = server_files(dir.path(), &ca);
+    let server = start(ServeOptions {
         tls_poll: Duration::from_millis(100),
+        ..options(dir.path(), tls)
     })
     .await
     .expect("server starts");
@@ -419,38 +432,19 @@ async fn a_rotated_server_certificate_is_served_to_new_connections() {
 async fn the_mcp_proxy_over_mtls_refuses_an_unknown_caller_before_reading_its_request() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("toolgate test CA");
-    let (cert, key) = ca.leaf(&["localhost"], None);
-    let tls = TlsFiles {
-        cert: write(dir.path(), "server.pem", &cert),
-        key: write(dir.path(), "server.key", &key),
-        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
-    };
+    let tls = server_files(dir.path(), &ca);
     // An upstream that is never there: a known caller gets as far as forwarding (502).
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let upstream = format!("http://{}/mcp", dead.local_addr().unwrap());
     drop(dead);
     let server = start(ServeOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(write(dir.path(), "pack.yaml", PACK)),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
         mcp: Some(toolgate::proxy::mcp::McpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream,
             timeout: Duration::from_secs(5),
             max_open: 64,
         }),
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        tls: Some(tls),
-        tls_poll: Duration::from_secs(5),
+        ..options(dir.path(), tls)
     })
     .await
     .expect("server starts");
@@ -487,23 +481,11 @@ async fn the_mcp_proxy_over_mtls_refuses_an_unknown_caller_before_reading_its_re
 #[tokio::test]
 async fn admin_off_loopback_needs_tls() {
     let dir = tempfile::tempdir().unwrap();
+    let tls = server_files(dir.path(), &Ca::new("unused"));
     let err = start(ServeOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(write(dir.path(), "pack.yaml", PACK)),
-        env: None,
-        max_in_flight: 64,
         admin_listen: Some("0.0.0.0:0".parse().unwrap()),
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
         tls: None,
-        tls_poll: Duration::from_secs(5),
+        ..options(dir.path(), tls)
     })
     .await
     .err()
@@ -515,29 +497,10 @@ async fn admin_off_loopback_needs_tls() {
 async fn admin_off_loopback_is_served_over_mtls_only() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("toolgate test CA");
-    let (cert, key) = ca.leaf(&["localhost"], None);
-    let tls = TlsFiles {
-        cert: write(dir.path(), "server.pem", &cert),
-        key: write(dir.path(), "server.key", &key),
-        client_ca: Some(write(dir.path(), "ca.pem", &ca.pem())),
-    };
+    let tls = server_files(dir.path(), &ca);
     let server = start(ServeOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(write(dir.path(), "pack.yaml", PACK)),
-        env: None,
-        max_in_flight: 64,
         admin_listen: Some("0.0.0.0:0".parse().unwrap()),
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        tls: Some(tls),
-        tls_poll: Duration::from_secs(5),
+        ..options(dir.path(), tls)
     })
     .await
     .expect("server starts");
