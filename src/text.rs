@@ -102,20 +102,6 @@ pub fn hex_digits(bytes: &[u8], out: &mut [u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::head;
-
-    #[test]
-    fn head_cuts_on_a_char_boundary() {
-        assert_eq!(head("abc", 5), "abc");
-        assert_eq!(head("abc", 2), "ab");
-        // `é` is two bytes: cutting inside it backs off to before it.
-        assert_eq!(head("aé", 2), "a");
-        assert_eq!(head("", 0), "");
-    }
-}
-
 /// Decodes base64, standard or URL-safe alphabet, without padding, up to the first byte
 /// outside the alphabet. Returns the bytes and how many input bytes were read, so a caller
 /// can take a prefix (a blob inside text) or insist on the whole run.
@@ -140,4 +126,18 @@ pub fn decode_base64_prefix(run: &[u8]) -> (Vec<u8>, usize) {
         }
     }
     (out, run.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head;
+
+    #[test]
+    fn head_cuts_on_a_char_boundary() {
+        assert_eq!(head("abc", 5), "abc");
+        assert_eq!(head("abc", 2), "ab");
+        // `é` is two bytes: cutting inside it backs off to before it.
+        assert_eq!(head("aé", 2), "a");
+        assert_eq!(head("", 0), "");
+    }
 }
