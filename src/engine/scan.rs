@@ -14,7 +14,7 @@ use crate::event::{Event, EventKind, Field, FieldKind, Message, replace_leaf};
 use crate::policy::{Policy, SyncFailMode};
 use crate::risk;
 use crate::rules::budget::Budget;
-use crate::rules::fast::{CompiledRule, ScanOutcome, Unscanned, WINDOW};
+use crate::rules::fast::{CompiledRule, ScanOutcome, Unread, Unscanned, WINDOW};
 
 /// Runs every fast rule over every field of `event`, within the work budget, and returns
 /// the decision unsettled: hits, redactions and risk, action still ALLOW (`settle` derives
@@ -76,9 +76,9 @@ pub fn scan(
     // pack's mode says what the caller is told. Hits found before the budget ran out stay.
     let withheld = outcome
         .unscanned
-        .map(|at| unscanned_parts(&fields, at, &mut spans));
-    if let Some(w) = &withheld {
-        hits.push(unscanned_hit(event, policy, w, budget.limit()));
+        .map(|at| (unscanned_parts(&fields, at, &mut spans), at.cause));
+    if let Some((w, cause)) = &withheld {
+        hits.push(unscanned_hit(event, policy, w, *cause, budget.limit()));
     }
 
     // 3. Hits and spans in a canonical order; the risk of what triggered. Resources are
@@ -123,7 +123,7 @@ pub fn scan(
         caller: String::new(),
     };
     apply_redactions(&mut d, event, &fields, &spans);
-    if let Some(w) = withheld {
+    if let Some((w, _)) = withheld {
         w.apply(&mut d, event);
     }
     d.redactions = spans;
@@ -202,6 +202,7 @@ fn unscanned_hit(
     event: &Event,
     policy: &Policy,
     w: &Withheld,
+    cause: Unread,
     limit: Option<std::time::Duration>,
 ) -> RuleHit {
     let call_unread = event.kind == EventKind::ToolCallStart && w.arguments;
@@ -217,10 +218,18 @@ fn unscanned_hit(
             "the unread part is allowed unscanned (fail_open: unscanned)",
         ),
     };
-    let budget = limit.map_or(0, |l| l.as_micros());
-    let reason = format!(
-        "the fast rules ran out of their {budget} µs CPU budget before reading the whole event; {outcome}"
-    );
+    // One hit for both causes: the same fail mode, error code and fail-open count apply.
+    let reason = match cause {
+        Unread::Budget => {
+            let budget = limit.map_or(0, |l| l.as_micros());
+            format!(
+                "the fast rules ran out of their {budget} µs CPU budget before reading the whole event; {outcome}"
+            )
+        }
+        Unread::Decoding => format!(
+            "a command's encoding or expansions went past what the fast rules decode, so what it runs was not all read; {outcome}"
+        ),
+    };
     RuleHit::new(SYNC_TIMEOUT_RULE, action, RiskLevel::Medium, reason).tagged("failure")
 }
 

@@ -675,3 +675,36 @@ fn a_value_whose_key_names_a_secret_is_redacted_whatever_it_looks_like() {
     assert_eq!(args["host"], "db.internal");
     assert_eq!(args["passwords_note"], "see vault");
 }
+
+#[test]
+fn a_command_past_the_decoders_limits_is_not_allowed_unread() {
+    // 32 assignments fill what the shell decoder remembers; the 33rd names the command.
+    let junk: String = (0..32).map(|i| format!("v{i}=x; ")).collect();
+    let command = format!("{junk}c=rm; $c -rf /");
+    let d = evaluate(
+        &tool_call("shell.exec", json!({ "command": command })),
+        &default_relaxed(),
+        &CallMeta::default(),
+    );
+    assert_eq!(d.action, Action::Stop, "{:?}", d.hits);
+    let hit = d
+        .hits
+        .iter()
+        .find(|h| h.rule_id == SYNC_TIMEOUT_RULE)
+        .expect("the unread expansion is named");
+    assert!(hit.reason.contains("decode"), "{}", hit.reason);
+    // The same script within the limits is read and judged on what it runs.
+    let d = evaluate(
+        &tool_call(
+            "shell.exec",
+            json!({ "command": "v1=x; c=rm; $c -rf ./build" }),
+        ),
+        &default_relaxed(),
+        &CallMeta::default(),
+    );
+    assert!(
+        d.hits.iter().all(|h| h.rule_id != SYNC_TIMEOUT_RULE),
+        "{:?}",
+        d.hits
+    );
+}

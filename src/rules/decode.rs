@@ -32,6 +32,9 @@ const MAX_GROWTH: usize = 4096;
 const MAX_VARS: usize = 32;
 /// Longest variable value remembered.
 const MAX_VAR_VALUE: usize = 256;
+/// Assigned names noted without their values (over the limits above), beyond which any
+/// unresolved variable counts as unknown.
+const MAX_SKIPPED: usize = 256;
 /// base64 payloads decoded per text, and the longest one read.
 const MAX_PAYLOADS: usize = 16;
 const MAX_PAYLOAD: usize = 16 * 1024;
@@ -172,6 +175,14 @@ pub struct Decoded {
 impl Decoded {
     /// The view of `text`, or `None` when no decoder changed anything.
     pub fn new(text: &str, decoders: Decoders) -> Option<Decoded> {
+        Decoded::read(text, decoders).0
+    }
+
+    /// The view, and whether a decoder gave up for a limit's sake (more base64 payloads
+    /// than it decodes, a variable it did not remember, an expansion over the growth
+    /// budget). Then the view is not all the text means, and the scan treats the field as
+    /// not fully read rather than as clean.
+    pub fn read(text: &str, decoders: Decoders) -> (Option<Decoded>, bool) {
         // Short texts (member names, most argument values) are screened in one pass over a
         // byte table; longer ones by each decoder's own SIMD search.
         let triggers = if decoders.commands {
@@ -180,12 +191,13 @@ impl Decoded {
             &TEXT_TRIGGERS
         };
         if text.len() <= SHORT_TEXT && !text.bytes().any(|b| triggers[usize::from(b)]) {
-            return None;
+            return (None, false);
         }
+        let gave_up = Cell::new(false);
         let mut passes: Vec<Pass> = Vec::new();
         // Returns whether the pass changed anything.
-        let run = |passes: &mut Vec<Pass>, decode: fn(&str) -> Option<Pass>| {
-            let next = decode(passes.last().map_or(text, |p| p.text.as_str()));
+        let run = |passes: &mut Vec<Pass>, decode: fn(&str, &Cell<bool>) -> Option<Pass>| {
+            let next = decode(passes.last().map_or(text, |p| p.text.as_str()), &gave_up);
             let changed = next.is_some();
             passes.extend(next);
             changed
@@ -203,7 +215,8 @@ impl Decoded {
             run(&mut passes, shell);
             run(&mut passes, sql_comments);
         }
-        (!passes.is_empty()).then_some(Decoded { passes })
+        let view = (!passes.is_empty()).then_some(Decoded { passes });
+        (view, gave_up.get())
     }
 
     pub fn text(&self) -> &str {
@@ -332,7 +345,7 @@ const NAMED_ENTITIES: &[(&str, char)] = &[
 ];
 
 /// `&#114;`, `&#x72;` (browsers accept both without the `;`) and the named entities above.
-fn entities(text: &str) -> Option<Pass> {
+fn entities(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     memchr::memchr(b'&', b)?;
     let mut out = Builder::new(text);
@@ -397,7 +410,7 @@ fn hex_pair(b: &[u8], at: usize) -> Option<u8> {
 
 /// `%2e%2e%2f` and `%C3%A9`: runs of escapes that decode to UTF-8. Bytes that do not (`%ff`
 /// alone) are left as written.
-fn percent(text: &str) -> Option<Pass> {
+fn percent(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     memchr::memchr(b'%', b)?;
     let mut out = Builder::new(text);
@@ -514,12 +527,14 @@ static BASE64_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new
 /// `FromBase64String('X')`: the payload a shell or interpreter runs once decoded. The
 /// decoding command or call is replaced by the decoded text, so what it is piped into or
 /// passed to reads the command itself.
-fn base64_payloads(text: &str) -> Option<Pass> {
+fn base64_payloads(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let needles = BASE64_NAMES.as_ref()?;
     let mut found: Vec<(Range<usize>, String)> = Vec::new();
     for m in needles.find_overlapping_iter(b) {
         if found.len() >= MAX_PAYLOADS {
+            // More payloads than are decoded: what the rest hide is not read.
+            gave_up.set(true);
             break;
         }
         let hit = if m.pattern().as_usize() == 0 {
@@ -861,6 +876,13 @@ struct Shell<'a> {
     vars: Vec<(usize, String, String)>,
     /// Bytes expansions have added so far, against `MAX_GROWTH`.
     growth: Cell<usize>,
+    /// Names assigned but not remembered (past `MAX_VARS`, or a value over
+    /// `MAX_VAR_VALUE`), and whether there were more than `MAX_SKIPPED` of them: a later
+    /// `$name` among them is unknown.
+    skipped: Vec<String>,
+    overflowed: bool,
+    /// Set when a word could not be expanded for a limit's sake (see `Decoded::read`).
+    gave_up: &'a Cell<bool>,
 }
 
 impl<'a> Shell<'a> {
@@ -873,11 +895,16 @@ impl<'a> Shell<'a> {
         if matches!(name, "@" | "*") || (name.len() == 1 && name.as_bytes()[0].is_ascii_digit()) {
             return Some(String::new());
         }
-        self.vars
+        let found = self
+            .vars
             .iter()
             .rev()
             .find(|(at, n, _)| *at < pos && n == name)
-            .map(|(_, _, v)| v.clone())
+            .map(|(_, _, v)| v.clone());
+        if found.is_none() && (self.overflowed || self.skipped.iter().any(|n| n == name)) {
+            self.gave_up.set(true);
+        }
+        found
     }
 
     /// Splits the word at `r` into parts. `depth` 1 is a word inside a command substitution,
@@ -1072,7 +1099,13 @@ impl<'a> Shell<'a> {
                     .set(self.growth.get() + v.len().saturating_sub(r.len()));
                 w.parts.push((r, WordPart::Replace(v)));
             }
-            _ => w.lit(r),
+            Some(_) => {
+                // Over the growth budget: the word is read as written, so what it expands
+                // to is not.
+                self.gave_up.set(true);
+                w.lit(r);
+            }
+            None => w.lit(r),
         }
     }
 
@@ -1133,9 +1166,6 @@ impl<'a> Shell<'a> {
         let b = self.text.as_bytes();
         let mut tried = 0;
         for eq in memchr::memchr_iter(b'=', b) {
-            if self.vars.len() >= MAX_VARS || tried >= 4 * MAX_VARS {
-                break;
-            }
             let name_start = b[..eq]
                 .iter()
                 .rposition(|&c| !is_name_byte(c))
@@ -1146,15 +1176,36 @@ impl<'a> Shell<'a> {
             {
                 continue;
             }
+            let name = &self.text[name_start..eq];
+            // Past the limits a name is only noted: a later `$name` is then known to be
+            // unknown, while `$HOME` and other names the text never assigns stay as they are.
+            if self.vars.len() >= MAX_VARS || tried >= 4 * MAX_VARS {
+                self.skip(name);
+                continue;
+            }
             tried += 1;
             // A value longer than any kept is not read to its end.
             let bound = (eq + 1 + 4 * MAX_VAR_VALUE).min(b.len());
             let stop = word_end(&b[..bound], eq + 1);
             let value = self.lex(eq + 1..stop, 1).value(self.text);
             if value.len() <= MAX_VAR_VALUE {
-                let name = self.text[name_start..eq].to_string();
-                self.vars.push((eq, name, value));
+                self.vars.push((eq, name.to_string(), value));
+            } else {
+                self.skip(name);
             }
+        }
+    }
+
+    /// Notes an assigned name whose value is not remembered; past `MAX_SKIPPED` names, every
+    /// unresolved `$name` counts as unknown.
+    fn skip(&mut self, name: &str) {
+        if self.overflowed || self.skipped.iter().any(|n| n == name) {
+            return;
+        }
+        if self.skipped.len() < MAX_SKIPPED {
+            self.skipped.push(name.to_string());
+        } else {
+            self.overflowed = true;
         }
     }
 }
@@ -1194,12 +1245,15 @@ fn decodes_escapes(b: &[u8], at: usize) -> bool {
 /// `$'\x72m'`, `rm${IFS}-rf`, `$a` after `a=rm`, `$(echo rm)`, `{rm,-rf,/}`, and escapes in
 /// what `printf` or `echo -e` print. Ordinary quoting (`"a b"`, `'x'` as an argument) is left
 /// as written.
-fn shell(text: &str) -> Option<Pass> {
+fn shell(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let mut sh = Shell {
         text,
         vars: Vec::new(),
         growth: Cell::new(0),
+        skipped: Vec::new(),
+        overflowed: false,
+        gave_up,
     };
     if memchr::memchr(b'$', b).is_some() {
         sh.collect_assignments();
@@ -1377,7 +1431,7 @@ fn trailing_word(s: &str) -> &str {
 
 /// Block comments (`/* … */`; MySQL's `/*! … */` runs its content) and, in text that holds a
 /// SQL verb, `--` line comments, read the way a SQL parser reads them.
-fn sql_comments(text: &str) -> Option<Pass> {
+fn sql_comments(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let block = memmem::find(b, b"/*").is_some();
     let line = memmem::find(b, b"--").is_some() && has_sql_verb(text);

@@ -238,6 +238,17 @@ pub struct ScanOutcome {
 pub struct Unscanned {
     pub field: usize,
     pub offset: usize,
+    pub cause: Unread,
+}
+
+/// Why the scan did not clear the rest of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// The work budget ran out.
+    Budget,
+    /// A decoder gave up on a command for a limit's sake (`decode::Decoded::read`): what the
+    /// field means once decoded was not all read.
+    Decoding,
 }
 
 impl ScanOutcome {
@@ -443,6 +454,7 @@ impl FastRuleSet {
                 out.unscanned = Some(Unscanned {
                     field: fi,
                     offset: 0,
+                    cause: Unread::Budget,
                 });
                 break;
             }
@@ -482,6 +494,9 @@ impl FastRuleSet {
                     whole: &self.scope_whole[si],
                 };
                 self.scan_window(window, &text[start..end], decoders, &mut scratch, out);
+                if out.unscanned.is_some() {
+                    break;
+                }
                 if end >= text.len() {
                     break;
                 }
@@ -493,6 +508,7 @@ impl FastRuleSet {
                     out.unscanned = Some(Unscanned {
                         field: fi,
                         offset: start,
+                        cause: Unread::Budget,
                     });
                     break;
                 }
@@ -526,7 +542,17 @@ impl FastRuleSet {
         let identity = |s: usize, e: usize| norm.original_range(s, e);
         let whole_text = std::slice::from_ref(&all);
         self.scan_text(window, text, whole_text, &identity, scratch, out);
-        if let Some(view) = Decoded::new(text, decoders) {
+        let (view, gave_up) = Decoded::read(text, decoders);
+        if gave_up {
+            // The same fail mode as a budget that runs out: from this window on, the field
+            // (and every later one) is withheld, never passed on as if read.
+            out.unscanned = Some(Unscanned {
+                field: window.field,
+                offset: window.base,
+                cause: Unread::Decoding,
+            });
+        }
+        if let Some(view) = view {
             let through_view = |s: usize, e: usize| {
                 let (s, e) = view.source_range(s, e);
                 norm.original_range(s, e)

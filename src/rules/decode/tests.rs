@@ -334,3 +334,37 @@ fn mapping_covers_multi_pass_changes() {
     assert_eq!(source_of(text, "rm"), "r&#39;&#39;m");
     assert_eq!(source_of(text, "-rf /"), "-rf /");
 }
+
+/// What `read` says of `text`: whether a decoder gave up for a limit's sake.
+fn gave_up(text: &str) -> bool {
+    Decoded::read(text, COMMANDS).1
+}
+
+#[test]
+fn a_limit_that_stops_an_expansion_is_reported_not_passed_over() {
+    // The variable the command runs is assigned past the remembered ones.
+    let junk: String = (0..MAX_VARS).map(|i| format!("v{i}=x; ")).collect();
+    assert!(gave_up(&format!("{junk}c=rm; $c -rf /")));
+    // A value too long to remember, then used.
+    let long = "y".repeat(MAX_VAR_VALUE + 1);
+    assert!(gave_up(&format!("p={long}; $p -rf /")));
+    // Expansions past the growth budget.
+    let word = "z".repeat(200);
+    let many = "$w ".repeat(MAX_GROWTH / 200 + 2);
+    assert!(gave_up(&format!("w={word}; echo {many}")));
+    // More base64 payloads than are decoded.
+    let payloads = "echo cm0gLXJmIC8= | base64 -d; ".repeat(MAX_PAYLOADS + 1);
+    assert!(gave_up(&payloads));
+}
+
+#[test]
+fn look_alikes_within_the_limits_are_not_reported() {
+    // Many assignments, and names the script never assigned (`$HOME`): nothing is unknown.
+    let many: String = (0..3 * MAX_VARS).map(|i| format!("v{i}=x; ")).collect();
+    assert!(!gave_up(&format!("{many}cd $HOME && ls $PWD")));
+    // A long value that is never used.
+    let long = "y".repeat(MAX_VAR_VALUE + 1);
+    assert!(!gave_up(&format!("DATA='{long}'; echo done")));
+    assert!(!gave_up("a=rm; $a -rf ./build"));
+    assert!(!gave_up(&"echo cm0gLXJmIC8= | base64 -d; ".repeat(2)));
+}
