@@ -139,6 +139,9 @@ pub struct ReviewMetrics {
 pub enum ReviewError {
     #[error("{0}")]
     Invalid(String),
+    /// The pack refuses this caller (`callers.unknown: deny`).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("the review failed: {0}")]
     Failed(String),
 }
@@ -147,6 +150,7 @@ impl IntoResponse for ReviewError {
     fn into_response(self) -> Response {
         let status = match self {
             ReviewError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ReviewError::Forbidden(_) => StatusCode::FORBIDDEN,
             ReviewError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (
@@ -177,12 +181,17 @@ impl Review {
 
 async fn review(
     State(s): State<Review>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<ReviewResponse>, ReviewError> {
     let start = Instant::now();
-    let req = parse(&body)?;
+    // The verified identity of the connection, as on every edge, before the body is read.
+    let caller = crate::tls::caller_of(&extensions);
     let base = s.store.load();
+    crate::engine::gate::admit(&base, &caller)
+        .map_err(|e| ReviewError::Forbidden(e.to_string()))?;
+    let req = parse(&body)?;
     let policy = s.store.for_tenant(&req.context.company_id, base);
     let mut parent = trace::parent_from_headers(&headers);
     let trace_id = match parent.ids {
@@ -192,7 +201,7 @@ async fn review(
     if parent.ids.is_none() {
         parent = TraceParent::default();
     }
-    let events = to_events(&req);
+    let events = to_events(&req, &caller);
     let llm_invocations = events
         .iter()
         .map(|(_, e)| {
@@ -300,14 +309,14 @@ pub fn parse(body: &[u8]) -> Result<ReviewRequest, ReviewError> {
 
 /// The events a review judges: the subject, then each pending action. They carry no
 /// session id: a review reads and writes no session state.
-fn to_events(req: &ReviewRequest) -> Vec<(String, Event)> {
+fn to_events(req: &ReviewRequest, caller: &str) -> Vec<(String, Event)> {
     let context = Context {
         session_id: String::new(),
         step_id: req.step_id.clone(),
         tenant: req.context.company_id.clone(),
         task_goal: req.context.planner_summary.clone(),
         labels: Default::default(),
-        caller: String::new(),
+        caller: caller.to_string(),
     };
     let mut out = Vec::with_capacity(1 + req.context.pending_actions.len());
     let subject = match req.subject.kind {

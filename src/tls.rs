@@ -393,6 +393,15 @@ impl axum::serve::Listener for TlsIncoming {
     }
 }
 
+/// The caller's verified identity on an HTTP edge (the MCP proxy, the review API): the
+/// connection's peer over TLS; empty on a plaintext listener.
+pub fn caller_of(ext: &http::Extensions) -> String {
+    ext.get::<axum::extract::ConnectInfo<Peer>>()
+        .and_then(|c| c.0.caller.as_deref())
+        .unwrap_or_default()
+        .to_string()
+}
+
 impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsIncoming>> for Peer {
     fn connect_info(stream: axum::serve::IncomingStream<'_, TlsIncoming>) -> Peer {
         stream.remote_addr().clone()

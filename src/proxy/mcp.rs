@@ -163,12 +163,7 @@ impl McpProxy {
         let policy = self.0.store.load();
         let (parts, body) = req.into_parts();
         // The verified identity of the connection (mTLS), before anything else is read.
-        let caller = parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<crate::tls::Peer>>()
-            .and_then(|c| c.0.caller.as_deref())
-            .unwrap_or_default()
-            .to_string();
+        let caller = crate::tls::caller_of(&parts.extensions);
         crate::engine::gate::admit(&policy, &caller)
             .map_err(|e| ProxyError::Forbidden(e.to_string()))?;
         let limit = policy.max_message_bytes;

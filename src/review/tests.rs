@@ -16,7 +16,7 @@ fn a_request_reads_with_every_part() {
     let r = parse(OK.as_bytes()).unwrap();
     assert_eq!(r.subject.kind, SubjectKind::Message);
     assert_eq!(r.context.company_id, "acme");
-    let events = to_events(&r);
+    let events = to_events(&r, "");
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].1.kind, EventKind::LlmBefore);
     assert_eq!(events[1].0, "pending_actions[0]");

@@ -525,3 +525,44 @@ async fn admin_off_loopback_is_served_over_mtls_only() {
     assert!(r.text().await.unwrap().contains("toolgate_"));
     server.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_review_api_over_mtls_judges_as_its_caller_and_refuses_an_unknown_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("toolgate test CA");
+    let tls = server_files(dir.path(), &ca);
+    let server = start(ServeOptions {
+        review: Some(toolgate::app::ReviewListen {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            timeout: Duration::from_secs(5),
+        }),
+        ..options(dir.path(), tls)
+    })
+    .await
+    .expect("server starts");
+    let at = server.review_addr.unwrap();
+    let post = |id: &str| {
+        let (cert, key) = ca.leaf(&[], Some(id));
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
+            .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
+            .resolve("localhost", at)
+            .build()
+            .unwrap();
+        async move {
+            client
+                .post(format!("https://localhost:{}/v1/safety/review", at.port()))
+                .header("content-type", "application/json")
+                .body(super::review::privacy_export())
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let refused = post(STRANGER).await;
+    assert_eq!(refused.status(), reqwest::StatusCode::FORBIDDEN);
+    assert!(refused.text().await.unwrap().contains(STRANGER));
+    let answered = post(AGENT_A).await;
+    assert_eq!(answered.status(), reqwest::StatusCode::OK);
+    server.stop().await.unwrap();
+}
