@@ -41,25 +41,35 @@ pub async fn server_with_token(policy: Option<PathBuf>, token: Option<&str>) -> 
         }
     };
     start(ServeOptions {
+        admin_listen: Some("127.0.0.1:0".parse().unwrap()),
+        approver_token: token.map(str::to_string),
+        ..options(Some(policy))
+    })
+    .await
+    .expect("server starts")
+}
+
+/// A server on a free loopback port with this pack (the embedded one with `None`) and
+/// nothing else: no admin, proxy, review, socket or TLS listener, no decision log.
+pub fn options(policy: Option<PathBuf>) -> ServeOptions {
+    ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        policy,
+        env: None,
+        max_in_flight: 64,
+        admin_listen: None,
+        decision_log: None,
+        tracing: Default::default(),
+        approver_token: None,
+        mcp: None,
         health_listen: None,
         mode: None,
         unix: None,
         review: None,
         upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(policy),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: Some("127.0.0.1:0".parse().unwrap()),
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: token.map(str::to_string),
-        mcp: None,
         tls: None,
         tls_poll: std::time::Duration::from_secs(5),
-    })
-    .await
-    .expect("server starts")
+    }
 }
 
 pub async fn client(s: &Running) -> GuardServiceClient<Channel> {

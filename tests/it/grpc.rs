@@ -408,25 +408,11 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("guard.sock");
     let s = toolgate::app::start(toolgate::app::ServeOptions {
-        health_listen: None,
-        mode: None,
         unix: Some(toolgate::app::UnixListen {
             path: sock.clone(),
             mode: 0o600,
         }),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: None,
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        review: None,
-        upstream: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(None)
     })
     .await
     .unwrap();
@@ -461,25 +447,11 @@ async fn guard_service_answers_on_a_unix_socket_with_its_file_mode() {
     let file = dir.path().join("not-a-socket");
     std::fs::write(&file, "data").unwrap();
     let err = toolgate::app::start(toolgate::app::ServeOptions {
-        health_listen: None,
-        mode: None,
         unix: Some(toolgate::app::UnixListen {
             path: file.clone(),
             mode: 0o660,
         }),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: None,
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        review: None,
-        upstream: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(None)
     })
     .await
     .err()

@@ -186,15 +186,6 @@ pub(super) async fn proxy_with(
     };
     let log = dir.path().join("decisions.log");
     let running = start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(policy),
-        env: None,
-        max_in_flight: 64,
         admin_listen: Some("127.0.0.1:0".parse().unwrap()),
         decision_log: Some(Sink::File {
             path: log.clone(),
@@ -202,15 +193,13 @@ pub(super) async fn proxy_with(
             keep: 1,
         }),
         tracing,
-        approver_token: None,
         mcp: Some(McpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: upstream.to_string(),
             timeout,
             max_open: 1024,
         }),
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(policy))
     })
     .await
     .expect("server starts");

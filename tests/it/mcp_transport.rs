@@ -17,27 +17,13 @@ const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"n
 async fn proxy(upstream: &str, max_open: usize) -> (Running, String) {
     let dir = tempfile::tempdir().unwrap().keep();
     let running = start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(default_pack_file(&dir)),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
         mcp: Some(McpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: upstream.to_string(),
             timeout: Duration::from_secs(30),
             max_open,
         }),
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(default_pack_file(&dir)))
     })
     .await
     .expect("toolgate starts");

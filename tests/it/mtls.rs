@@ -92,22 +92,8 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// A server on loopback with the test pack, TLS as given, and nothing else.
 fn options(dir: &Path, tls: TlsFiles) -> ServeOptions {
     ServeOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(write(dir, "pack.yaml", PACK)),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
         tls: Some(tls),
-        tls_poll: Duration::from_secs(5),
+        ..super::common::options(Some(write(dir, "pack.yaml", PACK)))
     }
 }
 

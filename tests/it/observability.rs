@@ -26,26 +26,13 @@ async fn metrics_admin_endpoints_and_decision_log() {
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("decisions.log");
     let s = start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(default_pack_file(dir.path())),
-        env: None,
-        max_in_flight: 64,
         admin_listen: Some("127.0.0.1:0".parse().unwrap()),
         decision_log: Some(Sink::File {
             path: log_path.clone(),
             max_bytes: 10 << 20,
             keep: 2,
         }),
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(default_pack_file(dir.path())))
     })
     .await
     .unwrap();
@@ -173,20 +160,7 @@ async fn the_health_listener_serves_probes_only_and_mode_overrides_the_pack() {
     let s = start(ServeOptions {
         health_listen: Some("127.0.0.1:0".parse().unwrap()),
         mode: Some(toolgate::policy::Mode::Shadow),
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(default_pack_file(dir.path())),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(default_pack_file(dir.path())))
     })
     .await
     .unwrap();

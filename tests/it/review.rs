@@ -11,25 +11,12 @@ use super::deep::{LlmServer, block_verdict};
 
 async fn serve(policy: std::path::PathBuf, timeout: Duration) -> Running {
     start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(policy),
-        env: None,
-        max_in_flight: 64,
         admin_listen: Some("127.0.0.1:0".parse().unwrap()),
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
         review: Some(ReviewListen {
             listen: "127.0.0.1:0".parse().unwrap(),
             timeout,
         }),
-        upstream: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(policy))
     })
     .await
     .expect("server starts")

@@ -25,26 +25,12 @@ async fn shipped_server(dir: &std::path::Path) -> (Running, PathBuf, PathBuf) {
     assert!(toolgate::policy::DEFAULT_PACK.contains("timeout_ms: 5,"));
     let log = dir.join("decisions.log");
     let s = start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(policy.clone()),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
         decision_log: Some(Sink::File {
             path: log.clone(),
             max_bytes: 1 << 30,
             keep: 1,
         }),
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(policy.clone()))
     })
     .await
     .expect("server starts");

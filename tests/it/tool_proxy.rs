@@ -160,26 +160,12 @@ async fn proxy_trusting(
 ) -> Running {
     let dir = tempfile::tempdir().unwrap().keep();
     start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
         upstream: Some(ToolUpstream {
             url: upstream.to_string(),
             timeout,
             ca_pem,
         }),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(pack(&dir, on_pause)),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
-        tracing: Default::default(),
-        approver_token: None,
-        mcp: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(pack(&dir, on_pause)))
     })
     .await
     .expect("toolgate starts")

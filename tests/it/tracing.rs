@@ -11,25 +11,11 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
 
     let dir = tempfile::tempdir().unwrap();
     let s = start(ServeOptions {
-        health_listen: None,
-        mode: None,
-        unix: None,
-        review: None,
-        upstream: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        policy: Some(default_pack_file(dir.path())),
-        env: None,
-        max_in_flight: 64,
-        admin_listen: None,
-        decision_log: None,
         tracing: TraceConfig {
             endpoint: Some(otlp.endpoint.clone()),
             service_name: Some("toolgate-test".into()),
         },
-        approver_token: None,
-        mcp: None,
-        tls: None,
-        tls_poll: std::time::Duration::from_secs(5),
+        ..super::common::options(Some(default_pack_file(dir.path())))
     })
     .await
     .unwrap();
