@@ -83,6 +83,18 @@ impl Ca {
     }
 }
 
+/// An HTTPS client that trusts `ca`, presents a certificate for `id` from it, and reaches
+/// `localhost` at `at`.
+fn https_client(ca: &Ca, id: &str, at: std::net::SocketAddr) -> reqwest::Client {
+    let (cert, key) = ca.leaf(&[], Some(id));
+    reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
+        .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
+        .resolve("localhost", at)
+        .build()
+        .unwrap()
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -436,13 +448,7 @@ async fn the_mcp_proxy_over_mtls_refuses_an_unknown_caller_before_reading_its_re
     .expect("server starts");
     let url = format!("https://localhost:{}/mcp", server.mcp_addr.unwrap().port());
     let post = |id: &str| {
-        let (cert, key) = ca.leaf(&[], Some(id));
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
-            .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
-            .resolve("localhost", server.mcp_addr.unwrap())
-            .build()
-            .unwrap();
+        let client = https_client(&ca, id, server.mcp_addr.unwrap());
         let url = url.clone();
         async move {
             client
@@ -495,13 +501,7 @@ async fn admin_off_loopback_is_served_over_mtls_only() {
     // Plain HTTP gets nothing.
     let plain = reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await;
     assert!(plain.map(|r| !r.status().is_success()).unwrap_or(true));
-    let (cert, key) = ca.leaf(&[], Some(ONCALL));
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
-        .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
-        .resolve("localhost", at)
-        .build()
-        .unwrap();
+    let client = https_client(&ca, ONCALL, at);
     let r = client
         .get(format!("https://localhost:{port}/metrics"))
         .send()
@@ -528,13 +528,7 @@ async fn the_review_api_over_mtls_judges_as_its_caller_and_refuses_an_unknown_on
     .expect("server starts");
     let at = server.review_addr.unwrap();
     let post = |id: &str| {
-        let (cert, key) = ca.leaf(&[], Some(id));
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(ca.pem().as_bytes()).unwrap())
-            .identity(reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).unwrap())
-            .resolve("localhost", at)
-            .build()
-            .unwrap();
+        let client = https_client(&ca, id, at);
         async move {
             client
                 .post(format!("https://localhost:{}/v1/safety/review", at.port()))
