@@ -3,8 +3,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
-use regex_automata::Input;
+use regex_automata::{Anchored, Input};
 
 use crate::decision::{RedactionSpan, RiskAssessment, RiskLevel, apply_spans};
 use crate::event::{Field, FieldKind, Part};
@@ -31,8 +30,8 @@ static PATH: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| {
 /// Tables (group 1 or 2) and dropped databases or schemas (group 3 the kind, 4 the name)
 /// that SQL names.
 #[allow(clippy::expect_used)]
-static SQL_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+static SQL_OBJECT: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| {
+    regex_automata::meta::Regex::new(
         r#"(?i)\b(?:select\b[^;]*?\bfrom|delete\s+from|insert\s+into|drop\s+table(?:\s+if\s+exists)?|truncate(?:\s+table)?(?:\s+only)?|alter\s+table|join)\s+[`"\[]?([A-Za-z_][\w.]*)|(?i)\bupdate\s+[`"\[]?([A-Za-z_][\w.]*)[`"\]]?\s+set\b|(?i)\bdrop\s+(database|schema)(?:\s+if\s+exists)?\s+[`"\[]?([A-Za-z_][\w$]*)"#,
     )
     .expect("sql object regex")
@@ -40,17 +39,19 @@ static SQL_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `dropdb`, PostgreSQL's command that drops a database; its operand is read in code.
 #[allow(clippy::expect_used)]
-static DROPDB: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\bdropdb\s").expect("dropdb regex"));
+static DROPDB: LazyLock<regex_automata::meta::Regex> =
+    LazyLock::new(|| regex_automata::meta::Regex::new(r"(?i)\bdropdb\s").expect("dropdb regex"));
 
-/// Words one of which every SQL_OBJECT or DROPDB match contains: a cheap screen before the
-/// regexes.
+/// The words every SQL_OBJECT or DROPDB match starts with (`dropdb` starts with `drop`):
+/// both regexes run anchored where one of them is, not over the whole text. `from` and
+/// `into` are not among them, so `from pathlib import Path` in a script costs no SQL search.
 #[allow(clippy::expect_used)]
 static SQL_WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build([
-            "from", "into", "update", "table", "truncate", "join", "database", "schema", "dropdb",
+            "select", "delete", "insert", "drop", "truncate", "alter", "join", "update",
         ])
         .expect("sql words")
 });
@@ -229,23 +230,27 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
                 }
             }
         }
-        if !SQL_WORDS.is_match(text) {
-            continue;
-        }
-        for c in SQL_OBJECT.captures_iter(text) {
-            let resource = match (c.get(1).or_else(|| c.get(2)), c.get(3), c.get(4)) {
-                (Some(table), _, _) => format!("table:{}", table.as_str()),
+        let mut caps = SQL_OBJECT.create_captures();
+        for word in SQL_WORDS.find_iter(text) {
+            let at = Input::new(text)
+                .range(word.start()..)
+                .anchored(Anchored::Yes);
+            SQL_OBJECT.search_captures(&at, &mut caps);
+            let group = |g: usize| caps.get_group(g).map(|s| &text[s.range()]);
+            let resource = match (group(1).or_else(|| group(2)), group(3), group(4)) {
+                (Some(table), _, _) => Some(format!("table:{table}")),
                 (None, Some(kind), Some(name)) => {
-                    format!("{}:{}", kind.as_str().to_ascii_lowercase(), name.as_str())
+                    Some(format!("{}:{name}", kind.to_ascii_lowercase()))
                 }
-                _ => continue,
+                _ => None,
             };
-            if push(&mut out, resource) {
+            if let Some(r) = resource
+                && push(&mut out, r)
+            {
                 return out;
             }
-        }
-        for m in DROPDB.find_iter(text) {
-            if let Some(name) = dropdb_target(&text[m.end()..])
+            if let Some(m) = DROPDB.search(&at)
+                && let Some(name) = dropdb_target(&text[m.end()..])
                 && push(&mut out, format!("database:{name}"))
             {
                 return out;

@@ -523,6 +523,34 @@ mod props {
                 prop_assert!(out.is_char_boundary(r.start) && out.is_char_boundary(r.end));
             }
         }
+
+        /// A disguised command anywhere in a script whose quoting the shell decoder also
+        /// rewrites elsewhere (docstrings, dict keys): the view reuses the anchors the text
+        /// search found away from the changes, and searches afresh only next to them, so the
+        /// command must be found wherever it sits among the other changes.
+        #[test]
+        fn a_disguised_command_among_other_decoded_quoting_is_found(
+            before in 0usize..12,
+            after in 0usize..12,
+            attack in 0usize..4,
+        ) {
+            const ATTACKS: [&str; 4] = [
+                "r''m -rf /",
+                "'r'\"m\" -rf /",
+                "rm -rf \"/\"",
+                "cd / && \\rm -rf /*",
+            ];
+            let chunk = "def f(rows):\n    \"\"\"Total.\"\"\"\n    return {\"total\": sum(rows)}\n\n";
+            let script = format!(
+                "{}os.system(\"{}\")\n{}",
+                chunk.repeat(before),
+                ATTACKS[attack].replace('"', "\\\""),
+                chunk.repeat(after)
+            );
+            let args = json!({ "script": script });
+            let d = evaluate(&tool_call("shell.exec", args), &default_relaxed(), &CallMeta::default());
+            prop_assert_ne!(d.action, Action::Allow, "{}", script);
+        }
     }
 }
 

@@ -790,7 +790,9 @@ const FILE_WRITE_SYSTEM: &[PatternDef] = &[
             r#""(?:path|file|filename|file_?path|target|dest|destination|output|output_?path)"\s*:\s*""#,
             system_path!()
         ),
-        &["path", "file", "target", "dest", "output"],
+        // With the opening quote: `path` alone occurs all over code (`pathlib`, `os.path`),
+        // and this pattern's `\s*` lets each such anchor open a window to the field's end.
+        &["\"path", "\"file", "\"target", "\"dest", "\"output"],
     ),
 ];
 

@@ -234,6 +234,11 @@ impl Decoded {
         (s, e.max(s))
     }
 
+    /// Where a range of the original text lands in the view.
+    pub fn forward(&self, r: Range<usize>) -> Range<usize> {
+        self.passes.iter().fold(r, |r, p| p.forward(&r))
+    }
+
     /// The ranges of the view around what the decoders changed, widened by `context` bytes on
     /// each side, merged, on char boundaries. Elsewhere the view equals the text, which is
     /// scanned anyway.
@@ -520,7 +525,10 @@ fn unquoted(b: &[u8], r: Range<usize>) -> &[u8] {
 
 /// The command (pattern 0) and the calls that decode base64, found in one pass.
 static BASE64_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::new(["base64", "b64decode", "atob", "FromBase64String"]).ok()
+    aho_corasick::AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(["base64", "b64decode", "atob", "FromBase64String"])
+        .ok()
 });
 
 /// `echo X | base64 -d`, `base64 --decode <<< X` and `b64decode('X')`, `atob('X')`,
@@ -1410,11 +1418,18 @@ const MAX_SQL_KEYWORD: usize = 10;
 static SQL_VERBS: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build([
             "drop", "delete", "truncate", "update", "alter", "insert", "select", "create",
         ])
         .ok()
 });
+
+/// The comment delimiters, each searcher built once (building one per call cost more than
+/// the search on short arguments).
+static BLOCK_OPEN: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("/*"));
+static BLOCK_CLOSE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("*/"));
+static LINE_OPEN: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("--"));
 
 fn has_sql_verb(text: &str) -> bool {
     SQL_VERBS.as_ref().is_some_and(|ac| ac.is_match(text))
@@ -1433,8 +1448,8 @@ fn trailing_word(s: &str) -> &str {
 /// SQL verb, `--` line comments, read the way a SQL parser reads them.
 fn sql_comments(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
-    let block = memmem::find(b, b"/*").is_some();
-    let line = memmem::find(b, b"--").is_some() && has_sql_verb(text);
+    let block = BLOCK_OPEN.find(b).is_some();
+    let line = LINE_OPEN.find(b).is_some() && has_sql_verb(text);
     if !block && !line {
         return None;
     }
@@ -1442,12 +1457,12 @@ fn sql_comments(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let mut at = 0;
     loop {
         let next_block = if block {
-            memmem::find(&b[at..], b"/*").map(|k| at + k)
+            BLOCK_OPEN.find(&b[at..]).map(|k| at + k)
         } else {
             None
         };
         let next_line = if line {
-            memmem::find(&b[at..], b"--").map(|k| at + k)
+            LINE_OPEN.find(&b[at..]).map(|k| at + k)
         } else {
             None
         };
@@ -1460,7 +1475,9 @@ fn sql_comments(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
             at = end;
             continue;
         }
-        let end = memmem::find(&b[start + 2..], b"*/").map_or(b.len(), |k| start + 2 + k + 2);
+        let end = BLOCK_CLOSE
+            .find(&b[start + 2..])
+            .map_or(b.len(), |k| start + 2 + k + 2);
         let inner_end = if end >= start + 4 && &b[end - 2..end] == b"*/" {
             end - 2
         } else {

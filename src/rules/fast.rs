@@ -164,6 +164,8 @@ struct AnchorSet {
     groups: Vec<AnchorGroup>,
     /// Single-byte anchors (`@`), found with memchr.
     singles: Vec<(u8, Vec<u32>)>,
+    /// The longest anchor's length in bytes.
+    longest: usize,
 }
 
 #[derive(Debug)]
@@ -446,6 +448,8 @@ impl FastRuleSet {
                 of: vec![Vec::new(); self.patterns.len()],
                 touched: Vec::new(),
             },
+            record: false,
+            hits: Vec::new(),
         };
         let mut scope_of: Option<(FieldKind, Option<&str>)> = None;
         let mut any = false;
@@ -476,11 +480,13 @@ impl FastRuleSet {
             }
             scratch.sensitive_key = is_sensitive_leaf(field);
             let text = field.text.as_ref();
+            // A name glued to its value is read for secrets split between the two, not as a
+            // command: the name and the value are each read as commands in their own fields.
             let decoders = Decoders {
                 commands: matches!(
                     field.kind,
                     FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
-                ),
+                ) && !matches!(field.part, Part::NameAndValue { .. }),
             };
             let first_match = out.matches.len();
             let mut start = 0;
@@ -528,21 +534,25 @@ impl FastRuleSet {
 
     /// Scans one window of one field: its normalized text, then the decoded view of it
     /// (`decode.rs`) around what the decoders changed, both mapped back to the original bytes.
-    fn scan_window(
-        &self,
-        window: Window<'_>,
+    fn scan_window<'s>(
+        &'s self,
+        window: Window<'s>,
         original: &str,
         decoders: Decoders,
-        scratch: &mut Scratch,
+        scratch: &mut Scratch<'s>,
         out: &mut ScanOutcome,
     ) {
         let norm = Normalized::new(original);
         let text = norm.text.as_ref();
-        let all = 0..text.len();
-        let identity = |s: usize, e: usize| norm.original_range(s, e);
-        let whole_text = std::slice::from_ref(&all);
-        self.scan_text(window, text, whole_text, &identity, scratch, out);
         let (view, gave_up) = Decoded::read(text, decoders);
+        let identity = |s: usize, e: usize| norm.original_range(s, e);
+        scratch.windows.clear();
+        scratch.hits.clear();
+        scratch.record = view.is_some();
+        self.locate_anchors(text, 0, text.len(), window.scope, scratch);
+        scratch.record = false;
+        self.locate_unanchored(text, 0, scratch, window.whole);
+        self.confirm(window, text, &identity, scratch, out);
         if gave_up {
             // The same fail mode as a budget that runs out: from this window on, the field
             // (and every later one) is withheld, never passed on as if read.
@@ -552,36 +562,63 @@ impl FastRuleSet {
                 cause: Unread::Decoding,
             });
         }
-        if let Some(view) = view {
-            let through_view = |s: usize, e: usize| {
-                let (s, e) = view.source_range(s, e);
-                norm.original_range(s, e)
-            };
-            let regions = view.regions(VIEW_CONTEXT);
-            self.scan_text(window, view.text(), &regions, &through_view, scratch, out);
+        let Some(view) = view else {
+            return;
+        };
+        let vtext = view.text();
+        scratch.windows.clear();
+        // Anchors in the view: where it changed, searched afresh (an anchor that overlaps a
+        // decoded byte lies within the longest anchor's length of it); elsewhere the view
+        // holds the text's own bytes, so the anchors found there are reused, not searched
+        // for again. Only those near a change count: elsewhere the view reads as the text.
+        let regions = view.regions(VIEW_CONTEXT);
+        if let Some(set) = window.scope {
+            for r in view.regions(set.longest) {
+                self.locate_anchors(
+                    &vtext[r.clone()],
+                    r.start,
+                    vtext.len(),
+                    window.scope,
+                    scratch,
+                );
+            }
+            let hits = std::mem::take(&mut scratch.hits);
+            for &(s, e, pats) in &hits {
+                let at = view.forward(s..e);
+                let near = regions
+                    .iter()
+                    .any(|r| r.start <= at.start && at.end <= r.end);
+                let same = vtext
+                    .as_bytes()
+                    .get(at.clone())
+                    .is_some_and(|v| v.eq_ignore_ascii_case(&text.as_bytes()[s..e]));
+                if near && same {
+                    self.anchor_windows(pats, at.start, vtext.len(), scratch);
+                }
+            }
+            scratch.hits = hits;
         }
+        for r in &regions {
+            self.locate_unanchored(&vtext[r.clone()], r.start, scratch, window.whole);
+        }
+        let through_view = |s: usize, e: usize| {
+            let (s, e) = view.source_range(s, e);
+            norm.original_range(s, e)
+        };
+        self.confirm(window, vtext, &through_view, scratch, out);
     }
 
-    /// Runs the patterns over `text`, looking for anchors only inside `regions`; `to_original`
-    /// maps a range of `text` to the window's original text.
-    fn scan_text(
+    /// Runs the patterns over their windows in `text` (found by `locate_anchors` and
+    /// `locate_unanchored`); `to_original` maps a range of `text` to the window's original
+    /// text.
+    fn confirm(
         &self,
-        Window {
-            field,
-            base,
-            scope,
-            whole,
-        }: Window<'_>,
+        Window { field, base, .. }: Window<'_>,
         text: &str,
-        regions: &[std::ops::Range<usize>],
         to_original: &dyn Fn(usize, usize) -> (usize, usize),
-        scratch: &mut Scratch,
+        scratch: &mut Scratch<'_>,
         out: &mut ScanOutcome,
     ) {
-        scratch.windows.clear();
-        for r in regions {
-            self.locate(&text[r.clone()], r.start, scope, scratch, whole);
-        }
         // Patterns run in index order: a secret-named key's whole-leaf match looks back at
         // the specific patterns' matches in the same field.
         scratch.windows.touched.sort_unstable();
@@ -683,74 +720,97 @@ impl FastRuleSet {
         }
     }
 
-    /// Fills `scratch.windows` with byte ranges of `text` where pattern `p` can match, shifted
-    /// by `offset` (where `text` starts in the text being scanned).
-    fn locate(
-        &self,
+    /// Adds windows around anchors of `text` (shifted by `offset`, where `text` starts in the
+    /// text being scanned, and ending by `end` in it) for the patterns in scope, and records
+    /// the anchors in `scratch.hits` when `scratch.record` is set.
+    fn locate_anchors<'s>(
+        &'s self,
         text: &str,
         offset: usize,
-        scope: Option<&AnchorSet>,
-        scratch: &mut Scratch,
-        whole: &[u32],
+        end: usize,
+        scope: Option<&'s AnchorSet>,
+        scratch: &mut Scratch<'s>,
     ) {
+        let Some(set) = scope else {
+            return;
+        };
         let len = text.len();
-        // Anchors: one leftmost-longest pass over lowercased text, restarting one byte after
-        // each hit so anchors that overlap a hit are still seen.
-        if let Some(set) = scope {
-            let hay: &[u8] = if text.bytes().any(|b| b.is_ascii_uppercase()) {
-                scratch.lowered.clear();
-                scratch.lowered.extend_from_slice(text.as_bytes());
-                scratch.lowered.make_ascii_lowercase();
-                &scratch.lowered
-            } else {
-                text.as_bytes()
-            };
-            let short = hay.len() <= SHORT_TEXT;
-            let groups: &[AnchorGroup] = if short {
-                std::slice::from_ref(&set.whole)
-            } else {
-                &set.groups
-            };
-            for g in groups {
-                let mut pos = 0;
-                while pos < len {
-                    let found = match &g.packed {
-                        Some(p) => p.find_in(hay, aho_corasick::Span::from(pos..len)),
-                        None => g.ac.find(aho_corasick::Input::new(hay).range(pos..)),
-                    };
-                    let Some(m) = found else {
-                        break;
-                    };
-                    for &pi in &g.patterns[m.pattern().as_usize()] {
-                        let pi = pi as usize;
-                        if scratch.in_scope[pi] {
-                            let reach = self.patterns[pi].reach;
-                            scratch.windows.add(
-                                pi,
-                                offset + m.start().saturating_sub(ANCHOR_BEFORE.min(reach)),
-                                offset + (m.start() + reach).min(len),
-                            );
-                        }
-                    }
-                    pos = m.start() + 1;
+        // One leftmost-longest pass over lowercased text, restarting one byte after each hit
+        // so anchors that overlap a hit are still seen.
+        let lowered = text.bytes().any(|b| b.is_ascii_uppercase());
+        let mut buf = std::mem::take(&mut scratch.lowered);
+        let hay: &[u8] = if lowered {
+            buf.clear();
+            buf.extend_from_slice(text.as_bytes());
+            buf.make_ascii_lowercase();
+            &buf
+        } else {
+            text.as_bytes()
+        };
+        let short = hay.len() <= SHORT_TEXT;
+        let groups: &[AnchorGroup] = if short {
+            std::slice::from_ref(&set.whole)
+        } else {
+            &set.groups
+        };
+        for g in groups {
+            let mut pos = 0;
+            while pos < len {
+                let found = match &g.packed {
+                    Some(p) => p.find_in(hay, aho_corasick::Span::from(pos..len)),
+                    None => g.ac.find(aho_corasick::Input::new(hay).range(pos..)),
+                };
+                let Some(m) = found else {
+                    break;
+                };
+                let pats = &g.patterns[m.pattern().as_usize()];
+                self.anchor_windows(pats, offset + m.start(), end, scratch);
+                if scratch.record {
+                    scratch
+                        .hits
+                        .push((offset + m.start(), offset + m.end(), pats.as_slice()));
                 }
+                pos = m.start() + 1;
             }
-            for (byte, pats) in set.singles.iter().filter(|_| !short) {
-                for at in memchr::memchr_iter(*byte, hay) {
-                    for &pi in pats {
-                        let pi = pi as usize;
-                        if scratch.in_scope[pi] {
-                            let reach = self.patterns[pi].reach;
-                            scratch.windows.add(
-                                pi,
-                                offset + at.saturating_sub(ANCHOR_BEFORE.min(reach)),
-                                offset + (at + reach).min(len),
-                            );
-                        }
-                    }
+        }
+        for (byte, pats) in set.singles.iter().filter(|_| !short) {
+            for at in memchr::memchr_iter(*byte, hay) {
+                self.anchor_windows(pats, offset + at, end, scratch);
+                if scratch.record {
+                    scratch
+                        .hits
+                        .push((offset + at, offset + at + 1, pats.as_slice()));
                 }
             }
         }
+        scratch.lowered = buf;
+    }
+
+    /// Windows for the patterns in scope among `pats` around an anchor at `at`, up to `end`.
+    fn anchor_windows(&self, pats: &[u32], at: usize, end: usize, scratch: &mut Scratch<'_>) {
+        for &pi in pats {
+            let pi = pi as usize;
+            if scratch.in_scope[pi] {
+                let reach = self.patterns[pi].reach;
+                scratch.windows.add(
+                    pi,
+                    at.saturating_sub(ANCHOR_BEFORE.min(reach)),
+                    (at + reach).min(end),
+                );
+            }
+        }
+    }
+
+    /// Adds windows for the patterns without anchors: whole-text ones, and digit runs for the
+    /// numeric patterns.
+    fn locate_unanchored(
+        &self,
+        text: &str,
+        offset: usize,
+        scratch: &mut Scratch<'_>,
+        whole: &[u32],
+    ) {
+        let len = text.len();
         // Unanchored patterns without a screen run on the whole text; key-scoped patterns on
         // the whole leaf when its key names a secret.
         for &pi in whole {
@@ -867,6 +927,7 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
             }
         }
     }
+    let longest = lits.iter().map(String::len).max().unwrap_or(0);
     let whole = AnchorGroup {
         packed: None,
         ac: AhoCorasickBuilder::new()
@@ -912,6 +973,7 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
         whole,
         groups,
         singles,
+        longest,
     })
 }
 
@@ -925,13 +987,17 @@ struct Window<'a> {
     whole: &'a [u32],
 }
 
-struct Scratch {
+struct Scratch<'s> {
     in_scope: Vec<bool>,
     /// The current field is a JSON leaf whose key names a secret.
     sensitive_key: bool,
     /// Reused buffer for the lowercased text the anchor search runs on.
     lowered: Vec<u8>,
     windows: Windows,
+    /// When set, the anchor search records each anchor it finds (start, end, patterns) in
+    /// `hits`: a decoded view of the same text reuses them where it did not change.
+    record: bool,
+    hits: Vec<(usize, usize, &'s [u32])>,
 }
 
 /// Search windows in the current text.
