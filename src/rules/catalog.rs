@@ -548,7 +548,7 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
             concat!(
                 r"(?-u:\b)delete\s+from\s+",
                 sql_ident!(),
-                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+where\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
+                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+where\s+(?:[^;]*?[\s)]or\s+\(?\s*)?",
                 sql_comparison!(),
                 r#"\s*(?:;|\z|["'`)]|--)"#
             ),
@@ -566,7 +566,7 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
             concat!(
                 r"(?-u:\b)update\s+",
                 sql_ident!(),
-                r#"\s+set\s+[a-z_"`\[][\w."`\]]*\s*=(?:[^;'"]|'[^']*'|"[^"]*"){0,500}"#
+                r#"\s+set\s+[a-z_"`\[][\w."`\]]*\s*=(?:[^;'"]|'[^']*'|"[^"]*")*"#
             ),
             &["update"],
         )
@@ -579,7 +579,7 @@ const SQL_DELETE_WITHOUT_WHERE: &[PatternDef] = &[
             concat!(
                 r"(?-u:\b)update\s+",
                 sql_ident!(),
-                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+set\s+[^;]{1,500}?\swhere\s+(?:[^;]{0,300}?[\s)]or\s+\(?\s*)?",
+                r"(?:\s+(?:as\s+)?[a-z_]\w*)?\s+set\s+[^;]+?\swhere\s+(?:[^;]*?[\s)]or\s+\(?\s*)?",
                 sql_comparison!(),
                 r#"\s*(?:;|\z|["'`)]|--)"#
             ),
