@@ -42,8 +42,8 @@ static SQL_OBJECT: LazyLock<regex_automata::meta::Regex> = LazyLock::new(|| {
 static DROPDB: LazyLock<regex_automata::meta::Regex> =
     LazyLock::new(|| regex_automata::meta::Regex::new(r"(?i)\bdropdb\s").expect("dropdb regex"));
 
-/// The words every SQL_OBJECT or DROPDB match starts with (`dropdb` starts with `drop`):
-/// both regexes run anchored where one of them is, not over the whole text. `from` and
+/// The words every SQL_OBJECT or DROPDB match starts with (`dropdb` starts with `drop`): the
+/// searches start where one of them is, and a text without one is not searched. `from` and
 /// `into` are not among them, so `from pathlib import Path` in a script costs no SQL search.
 #[allow(clippy::expect_used)]
 static SQL_WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
@@ -55,6 +55,8 @@ static SQL_WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
         ])
         .expect("sql words")
 });
+/// `drop`'s index in SQL_WORDS.
+const SQL_WORD_DROP: usize = 3;
 
 /// `dropdb` options that take the next word as their value, so it is not the database.
 const DROPDB_VALUE_OPTIONS: [&str; 7] = [
@@ -230,26 +232,41 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
                 }
             }
         }
+        // SQL_OBJECT's matches, non-overlapping and left to right, each search starting at
+        // the next verb past the last match. An anchored search at every verb would read
+        // `select … from`'s unbounded gap again from each `select`: quadratic in a text of
+        // `select`s with no `from`, and this runs outside the scan budget.
         let mut caps = SQL_OBJECT.create_captures();
+        let mut searched_to = 0;
+        let mut sql_left = true;
         for word in SQL_WORDS.find_iter(text) {
+            if sql_left && word.start() >= searched_to {
+                SQL_OBJECT.search_captures(&Input::new(text).range(word.start()..), &mut caps);
+                match caps.get_match() {
+                    // No match from here on: none further along either.
+                    None => sql_left = false,
+                    Some(m) => searched_to = m.end().max(m.start() + 1),
+                }
+                let group = |g: usize| caps.get_group(g).map(|s| &text[s.range()]);
+                let resource = match (group(1).or_else(|| group(2)), group(3), group(4)) {
+                    (Some(table), _, _) => Some(format!("table:{table}")),
+                    (None, Some(kind), Some(name)) => {
+                        Some(format!("{}:{name}", kind.to_ascii_lowercase()))
+                    }
+                    _ => None,
+                };
+                if let Some(r) = resource
+                    && push(&mut out, r)
+                {
+                    return out;
+                }
+            }
+            // `dropdb` is a fixed word: anchored where `drop` is, it reads seven bytes.
             let at = Input::new(text)
                 .range(word.start()..)
                 .anchored(Anchored::Yes);
-            SQL_OBJECT.search_captures(&at, &mut caps);
-            let group = |g: usize| caps.get_group(g).map(|s| &text[s.range()]);
-            let resource = match (group(1).or_else(|| group(2)), group(3), group(4)) {
-                (Some(table), _, _) => Some(format!("table:{table}")),
-                (None, Some(kind), Some(name)) => {
-                    Some(format!("{}:{name}", kind.to_ascii_lowercase()))
-                }
-                _ => None,
-            };
-            if let Some(r) = resource
-                && push(&mut out, r)
-            {
-                return out;
-            }
-            if let Some(m) = DROPDB.search(&at)
+            if word.pattern().as_usize() == SQL_WORD_DROP
+                && let Some(m) = DROPDB.search(&at)
                 && let Some(name) = dropdb_target(&text[m.end()..])
                 && push(&mut out, format!("database:{name}"))
             {

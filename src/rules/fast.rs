@@ -585,9 +585,11 @@ impl FastRuleSet {
             let hits = std::mem::take(&mut scratch.hits);
             for &(s, e, pats) in &hits {
                 let at = view.forward(s..e);
+                // Regions are sorted and disjoint: the one that could hold the anchor is the
+                // first that ends at or after it (a scan per hit would be hits × regions).
                 let near = regions
-                    .iter()
-                    .any(|r| r.start <= at.start && at.end <= r.end);
+                    .get(regions.partition_point(|r| r.end < at.end))
+                    .is_some_and(|r| r.start <= at.start);
                 let same = vtext
                     .as_bytes()
                     .get(at.clone())
