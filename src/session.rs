@@ -253,6 +253,16 @@ impl Bucket {
     }
 }
 
+/// Per-session counters most sessions never use, allocated on first use: inline, the two
+/// tables would add 96 bytes to every session in the store.
+#[derive(Debug, Clone, Default)]
+struct Counters {
+    /// RETRY attempts by (step, call).
+    retries: HashMap<(String, String), u32>,
+    /// Session-scoped rate-limit buckets by limit id.
+    buckets: HashMap<String, Bucket>,
+}
+
 /// One session's state.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -266,8 +276,7 @@ pub struct Session {
     /// Where the session's values came from; allocated on the first event a pack with
     /// sinks or flows records.
     provenance: Option<Box<Provenance>>,
-    retries: HashMap<(String, String), u32>,
-    buckets: HashMap<String, Bucket>,
+    counters: Option<Box<Counters>>,
     last_seen: Instant,
     pub last_seen_at: SystemTime,
     /// The verified identity of the caller that opened the session (empty without one, and
@@ -299,8 +308,7 @@ impl Session {
             used_high_risk_tool: false,
             findings: VecDeque::new(),
             provenance: None,
-            retries: HashMap::new(),
-            buckets: HashMap::new(),
+            counters: None,
             last_seen: Instant::now(),
             last_seen_at: SystemTime::now(),
             caller: String::new(),
@@ -496,9 +504,12 @@ impl SessionStore {
             }
             if let Some(k) = retry_key {
                 if p.retry_count == 0 {
-                    s.retries.remove(k);
+                    if let Some(c) = s.counters.as_mut() {
+                        c.retries.remove(k);
+                    }
                 } else {
-                    s.retries.insert(k.clone(), p.retry_count);
+                    let c = s.counters.get_or_insert_with(Default::default);
+                    c.retries.insert(k.clone(), p.retry_count);
                 }
             }
         }
@@ -508,7 +519,7 @@ impl SessionStore {
     pub fn retry_count(&self, id: &str, key: &(String, String)) -> u32 {
         self.sessions
             .get(id)
-            .and_then(|s| s.retries.get(key).copied())
+            .and_then(|s| s.counters.as_ref()?.retries.get(key).copied())
             .unwrap_or(0)
     }
 
@@ -538,16 +549,17 @@ impl SessionStore {
             return 1;
         };
         let key = (step.to_string(), call.to_string());
-        if !s.retries.contains_key(&key) && s.retries.len() >= MAX_RETRY_KEYS {
+        let retries = &mut s.counters.get_or_insert_with(Default::default).retries;
+        if !retries.contains_key(&key) && retries.len() >= MAX_RETRY_KEYS {
             // Steps move forward; the counters of other steps are the ones to drop.
-            s.retries.retain(|(st, _), _| st == step);
-            if s.retries.len() >= MAX_RETRY_KEYS {
+            retries.retain(|(st, _), _| st == step);
+            if retries.len() >= MAX_RETRY_KEYS {
                 // Hundreds of distinct calls retried in one step: treat the step's
                 // attempts as spent rather than forget the counts.
                 return u32::MAX;
             }
         }
-        let n = s.retries.entry(key).or_insert(0);
+        let n = retries.entry(key).or_insert(0);
         *n = n.saturating_add(1);
         *n
     }
@@ -558,6 +570,8 @@ impl SessionStore {
         match limit.per {
             RateScope::Session => match self.sessions.get_mut(session) {
                 Some(mut s) => s
+                    .counters
+                    .get_or_insert_with(Default::default)
                     .buckets
                     .entry(limit.id.clone())
                     .or_insert_with(|| Bucket::full(limit))
@@ -602,8 +616,8 @@ impl SessionStore {
         }
     }
 
-    /// Records a deep verdict (kept on the session, newest first out) and announces it to
-    /// watchers.
+    /// Records a deep verdict and announces it to watchers. Verdicts other than a pass are
+    /// kept on the session, up to `MAX_FINDINGS`, newest first out.
     pub fn record_finding(&self, mut f: Finding) {
         if let Some((shared, ttl)) = self.mirror.get() {
             // The shared store queues a late finding for the session's next event on any
@@ -633,12 +647,17 @@ impl SessionStore {
                     crate::flow::record_late_injection(p, src);
                 }
             }
-            if s.findings.len() >= MAX_FINDINGS {
-                s.findings.pop_front();
+            // A pass is announced and logged but not kept: it changes nothing later in the
+            // session, and kept it would be most of an idle session's memory (a finding and
+            // its strings, about 1 KiB, on every session whose results a deep rule read).
+            if f.verdict != Some(VerdictKind::Pass) {
+                if s.findings.len() >= MAX_FINDINGS {
+                    s.findings.pop_front();
+                }
+                s.findings.push_back(f.clone());
             }
-            s.findings.push_back(f.clone());
         }
-        // No watcher is not an error: the finding stays on the session.
+        // No watcher is not an error: a finding that is not a pass stays on the session.
         let _ = self.findings.send(f);
     }
 

@@ -4,6 +4,7 @@
 //! the flow stage then treats what it can no longer tell apart as untrusted.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::values::{ValueKey, ValueKind};
 use crate::event::EventKind;
@@ -19,8 +20,10 @@ pub struct Source {
     /// The session's event number (1 for its first event).
     pub seq: u32,
     pub event: EventKind,
-    pub tool: String,
-    pub step: String,
+    // Boxed: a record holds up to `MAX_SOURCES` of these per session, and a box is 8 bytes
+    // smaller than a string's capacity-carrying header.
+    pub tool: Box<str>,
+    pub step: Box<str>,
 }
 
 impl Source {
@@ -28,8 +31,8 @@ impl Source {
         Source {
             seq,
             event,
-            tool: crate::text::head(tool, MAX_NAME_BYTES).to_string(),
-            step: crate::text::head(step, MAX_NAME_BYTES).to_string(),
+            tool: crate::text::head(tool, MAX_NAME_BYTES).into(),
+            step: crate::text::head(step, MAX_NAME_BYTES).into(),
         }
     }
 
@@ -68,6 +71,30 @@ pub enum Standing {
     Unknown,
 }
 
+/// Value keys are already keyed hashes (SipHash under a key drawn at start-up), so the
+/// tables use them as they are: no second hash, and no per-table random state (16 bytes on
+/// each of a session's three tables).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyHash(u64);
+
+impl Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    // Only `ValueKey`s (u64) are hashed with it; other input is folded in all the same.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+}
+
+type KeyMap<V> = HashMap<ValueKey, V, BuildHasherDefault<KeyHash>>;
+type KeySet = HashSet<ValueKey, BuildHasherDefault<KeyHash>>;
+
 /// The per-session record. Serializable so replicas can share it (`session::shared`).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
@@ -76,13 +103,13 @@ pub struct Provenance {
     #[serde(skip)]
     pub seq: u32,
     #[serde(serialize_with = "sorted_map")]
-    untrusted: HashMap<ValueKey, (u32, ValueKind)>,
+    untrusted: KeyMap<(u32, ValueKind)>,
     #[serde(serialize_with = "sorted_set")]
-    trusted: HashSet<ValueKey>,
+    trusted: KeySet,
     /// Words of user messages, kept apart so a chatty user cannot crowd out the addresses
     /// and accounts they gave.
     #[serde(serialize_with = "sorted_set")]
-    trusted_words: HashSet<ValueKey>,
+    trusted_words: KeySet,
     /// Set when an untrusted value was not recorded for room.
     untrusted_overflow: bool,
     sources: VecDeque<Source>,
@@ -99,15 +126,12 @@ pub struct Provenance {
 
 /// Tables written in key order: the same record always makes the same bytes, so the shared
 /// store can tell an unchanged record from a changed one.
-fn sorted_map<S: serde::Serializer>(
-    m: &HashMap<ValueKey, (u32, ValueKind)>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
+fn sorted_map<S: serde::Serializer>(m: &KeyMap<(u32, ValueKind)>, s: S) -> Result<S::Ok, S::Error> {
     let sorted: std::collections::BTreeMap<_, _> = m.iter().collect();
     serde::Serialize::serialize(&sorted, s)
 }
 
-fn sorted_set<S: serde::Serializer>(set: &HashSet<ValueKey>, s: S) -> Result<S::Ok, S::Error> {
+fn sorted_set<S: serde::Serializer>(set: &KeySet, s: S) -> Result<S::Ok, S::Error> {
     let mut v: Vec<_> = set.iter().collect();
     v.sort_unstable();
     serde::Serialize::serialize(&v, s)
@@ -155,6 +179,11 @@ impl Provenance {
             self.sources.pop_front();
         }
         self.untrusted_seen = Some(source.clone());
+        // Most sessions see a source or two: grow one at a time while the ring is small
+        // instead of to the usual first step of four.
+        if self.sources.len() == self.sources.capacity() && self.sources.len() < 4 {
+            self.sources.reserve_exact(1);
+        }
         self.sources.push_back(source);
     }
 
@@ -208,7 +237,7 @@ impl Provenance {
     /// Heap bytes held, for the memory figure in the docs: table slots at their capacity,
     /// plus the names kept.
     pub fn heap_bytes(&self) -> usize {
-        let names = |s: &Source| s.tool.capacity() + s.step.capacity();
+        let names = |s: &Source| s.tool.len() + s.step.len();
         let signals = [&self.untrusted_seen, &self.private_read, &self.injection]
             .into_iter()
             .flatten()

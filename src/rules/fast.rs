@@ -4,11 +4,11 @@
 //! runs to the end unless its work budget (`budget.rs`) runs out; then it says where it
 //! stopped, so the engine can withhold what was not read.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex_automata::Input;
-use regex_automata::meta::Regex;
+use regex_automata::meta::{Cache, Regex};
 
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::event::{Event, EventKind, Field, FieldKind, Normalized, Part};
@@ -211,6 +211,54 @@ pub struct FastRuleSet {
     min_digit_run: Option<u8>,
     /// Every anchor literal once, for `warm`.
     warm_text: String,
+    /// The regexes' search caches, one set per scan in progress.
+    caches: CachePool,
+}
+
+/// Search caches for the patterns' regexes (one per pattern, built when the pattern first
+/// runs), lent out a whole set per scan.
+///
+/// Why not each regex's own pool: it keeps a cache for the first thread that searches, the
+/// one that compiled and warmed the pack, and no other thread can use it. The warm-up then
+/// never reached the threads that serve calls, each of them built its own set, and the
+/// warmed set stayed in memory unused (about 5 MiB for the default pack). Here the warmed
+/// set goes to whichever thread scans first, and there are only as many sets as scans
+/// that ever ran at once (up to `MAX_KEPT_SETS`).
+#[derive(Debug, Default)]
+struct CachePool(Mutex<Vec<Vec<Option<Cache>>>>);
+
+/// Sets kept for reuse; a burst of concurrent scans past it builds sets that are dropped.
+const MAX_KEPT_SETS: usize = 32;
+
+impl CachePool {
+    fn sets(&self) -> MutexGuard<'_, Vec<Vec<Option<Cache>>>> {
+        // A panic while the lock was held leaves only caches behind, which stay valid.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lend(&self, patterns: usize) -> Lent<'_> {
+        let set = self
+            .sets()
+            .pop()
+            .unwrap_or_else(|| std::iter::repeat_with(|| None).take(patterns).collect());
+        Lent { pool: self, set }
+    }
+}
+
+/// A cache set out of the pool; given back when dropped.
+#[derive(Debug)]
+struct Lent<'p> {
+    pool: &'p CachePool,
+    set: Vec<Option<Cache>>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let mut sets = self.pool.sets();
+        if sets.len() < MAX_KEPT_SETS {
+            sets.push(std::mem::take(&mut self.set));
+        }
+    }
 }
 
 /// One confirmed match.
@@ -383,6 +431,7 @@ impl FastRuleSet {
             scope_whole,
             min_digit_run,
             warm_text,
+            caches: CachePool::default(),
         })
     }
 
@@ -450,6 +499,7 @@ impl FastRuleSet {
             },
             record: false,
             hits: Vec::new(),
+            caches: self.caches.lend(self.patterns.len()),
         };
         let mut scope_of: Option<(FieldKind, Option<&str>)> = None;
         let mut any = false;
@@ -643,6 +693,7 @@ impl FastRuleSet {
             let windows = &scratch.windows.of[pi];
             // Only patterns that report a capture group need capture slots.
             let mut caps = (p.group != 0).then(|| p.regex.create_captures());
+            let cache = scratch.caches.set[pi].get_or_insert_with(|| p.regex.create_cache());
             // Windows are sorted and disjoint; a match is reported once even if a re-search
             // past a window's end covers the next window too.
             let mut searched_to = 0;
@@ -654,14 +705,14 @@ impl FastRuleSet {
                 let mut at = lo;
                 while at < hi {
                     let mut input = Input::new(text).range(at..hi);
-                    let Some(m) = p.regex.search(&input) else {
+                    let Some(m) = p.regex.search_with(cache, &input) else {
                         break;
                     };
                     let mut m_end = m.end();
                     if m.end() == hi && hi < text.len() {
                         // The match may continue past the window: search again to the end.
                         input = Input::new(text).range(m.start()..);
-                        let Some(full) = p.regex.search(&input) else {
+                        let Some(full) = p.regex.search_with(cache, &input) else {
                             break;
                         };
                         m_end = full.end();
@@ -669,7 +720,8 @@ impl FastRuleSet {
                     let span = match caps.as_mut() {
                         None => Some((m.start(), m_end)),
                         Some(caps) => {
-                            p.regex.search_captures(
+                            p.regex.search_captures_with(
+                                cache,
                                 &Input::new(text)
                                     .range(m.start()..m_end)
                                     .anchored(regex_automata::Anchored::Yes),
@@ -1000,6 +1052,7 @@ struct Scratch<'s> {
     /// `hits`: a decoded view of the same text reuses them where it did not change.
     record: bool,
     hits: Vec<(usize, usize, &'s [u32])>,
+    caches: Lent<'s>,
 }
 
 /// Search windows in the current text.
@@ -1196,6 +1249,33 @@ mod tests {
         push_window(&mut w, 5, 20);
         push_window(&mut w, 30, 40);
         assert_eq!(w, vec![(0, 20), (30, 40)]);
+    }
+
+    /// The warm-up's caches are the ones the first call uses, whichever thread makes it:
+    /// a scan on another thread takes the warmed set and gives it back, and builds none.
+    #[test]
+    fn the_warmed_caches_serve_a_scan_on_another_thread() {
+        let policy = crate::policy::default_policy(None).unwrap();
+        let set = &policy.rules;
+        let warmed = |set: &FastRuleSet| {
+            let sets = set.caches.sets();
+            assert_eq!(sets.len(), 1, "compiling warms exactly one set");
+            sets[0].iter().filter(|c| c.is_some()).count()
+        };
+        let before = warmed(set);
+        assert!(before > set.patterns.len() / 2, "{before} caches warmed");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut e = Event::new(EventKind::ToolCallStart, Default::default());
+                e.tool_name = "shell.exec".into();
+                e.arguments = Some(serde_json::json!({"command": "rm -rf /tmp/build"}));
+                let fields = e.fields();
+                let mut out = ScanOutcome::default();
+                set.scan(&e, &fields, &mut Budget::unlimited(), &mut out);
+                assert!(!out.matches.is_empty());
+            });
+        });
+        assert_eq!(warmed(set), before, "the scan used the warmed set");
     }
 
     fn field_match(start: usize, end: usize) -> FieldMatch {

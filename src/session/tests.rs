@@ -466,6 +466,11 @@ async fn finding_reaches_subscriber_and_flags_on_warn_or_block() {
     assert!(store.get("warn").unwrap().flag_trajectory);
     assert!(store.get("block").unwrap().flag_trajectory);
     assert_eq!(store.get("block").unwrap().findings.len(), 1);
+    // A pass reaches watchers but is not kept on the session; every other verdict is.
+    assert!(store.get("pass").unwrap().findings.is_empty());
+    for kept in ["fail", "warn"] {
+        assert_eq!(store.get(kept).unwrap().findings.len(), 1, "{kept}");
+    }
 
     // A finding about an unknown session still reaches watchers.
     store.record_finding(finding(
@@ -483,7 +488,7 @@ async fn findings_are_bounded_per_session_newest_kept() {
     let store = SessionStore::new();
     store.touch("s1", "", &cfg(3600, 100));
     for i in 0..100 {
-        let mut f = finding("s1", Some(VerdictKind::Pass), Action::Allow, false);
+        let mut f = finding("s1", Some(VerdictKind::Warn), Action::Allow, false);
         f.decision_id = format!("d-{i}");
         store.record_finding(f);
     }
