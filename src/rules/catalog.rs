@@ -12,6 +12,17 @@ use crate::event::{EventKind, FieldKind};
 
 // Shared regex fragments. `concat!` expands these at compile time, so the catalog stays plain
 // `&'static str` data while the fragments are written once.
+//
+// Size: every Unicode class under a repetition is copied into the automata once per copy,
+// so patterns avoid two costly shapes. Unicode `\w` (about 750 ranges: 57 KiB of automata
+// and 30 KiB of search cache per use) is written `(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}])`:
+// ASCII word characters and every non-ASCII character, which only widens a match (the text
+// is NFKC-normalized, so non-ASCII punctuation is rare). Case folding is off for the class,
+// which names both cases already: folding a range of a million characters costs about 50 ms
+// at each compile. A negated `\w` keeps only its ASCII part, so a non-ASCII letter counts
+// as a boundary. A gap within a line or sentence is unbounded (`[^\n]*?`) rather than
+// `{0,200}`: the bound cost 200 copies of the class, and it was a bound an attacker could
+// pad past.
 
 /// End of a shell word: whitespace, a command separator, a closing quote or paren, or the end.
 macro_rules! word_end {
@@ -153,7 +164,7 @@ macro_rules! rest_of_block {
 /// A SQL identifier, optionally schema-qualified or quoted.
 macro_rules! sql_ident {
     () => {
-        r#"["`\[]?[a-z_][\w$]*["`\]]?(?:\.["`\[]?[a-z_][\w$]*["`\]]?)?"#
+        r#"["`\[]?[a-z_](?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}$])*["`\]]?(?:\.["`\[]?[a-z_](?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}$])*["`\]]?)?"#
     };
 }
 
@@ -164,9 +175,9 @@ macro_rules! sql_ident {
 macro_rules! sql_comparison {
     () => {
         concat!(
-            r"(?:true|(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]{0,32}'|[a-z_][a-z0-9_.]{0,63})",
+            r"(?:true|(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]*'|[a-z_][a-z0-9_.]{0,63})",
             r"\s*(?:==|<>|!=|<=|>=|=|<|>)\s*",
-            r"(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]{0,32}'|[a-z_][a-z0-9_.]{0,63}))"
+            r"(?:[0-9]{1,18}(?:\.[0-9]{1,9})?|'[^'\n]*'|[a-z_][a-z0-9_.]{0,63}))"
         )
     };
 }
@@ -693,7 +704,7 @@ const FILE_DELETE: &[PatternDef] = &[
 const FILE_WRITE: &[PatternDef] = &[
     pattern(
         "python_open_write",
-        r#"(?-u:\b)open\s*\([^()\n]{0,200}?,\s*(?:mode\s*=\s*)?[rb]?["'][rb]?[wax]b?\+?["']"#,
+        r#"(?-u:\b)open\s*\([^()\n]*?,\s*(?:mode\s*=\s*)?[rb]?["'][rb]?[wax]b?\+?["']"#,
         &["open"],
     ),
     pattern(
@@ -1032,7 +1043,7 @@ const NETWORK_WRITE: &[PatternDef] = &[
         concat!(
             r"(?-u:\b)(?:scp|rsync)\s",
             same_command!(),
-            r#"["']?(?:[\w.-]+@)?[a-z0-9][\w.-]*:[^\s;&|]*["']?\s*(?:[;&|\n]|\z)"#
+            r#"["']?(?:(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}.-])+@)?[a-z0-9](?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}.-])*:[^\s;&|]*["']?\s*(?:[;&|\n]|\z)"#
         ),
         &["scp", "rsync"],
     ),
@@ -1348,7 +1359,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
         ..pattern(
             "ignore_previous",
             concat!(
-                r#"(?:(?m:^)|[^"“‘'\w])((?-u:\b)(?:(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|these|those|of|every|my)\s+)*(?:previous|prior|above|earlier|preceding|system|original|initial)\s+(?:\w{0,3}nstruct\w*|prompts?|directions?|directives?|rules|guidelines|commands?)|(?:ignore|disregard|forget)\s+(?:all\s+)?your\s+(?:\w+\s+)?(?:instructions|rules|guidelines|programming)|(?:ignore|disregard)\s+(?:all\s+)?instructions\s*,\s*(?:and\s+)?\w+|(?:ignore|disregard)\s+(?:all|any)\s+(?:negative|other|conflicting|contrary)\s+(?:indicators|information|info|content|signals|data)|(?:ignore|disregard)\s+the\s+rest\s+of\s+(?:this|the)\s+(?:data|document|text|page|input|email|message)|disregard\s+all\s+info(?:rmation)?\s+except)(?-u:\b)"#,
+                r#"(?:(?m:^)|[^"“‘'0-9A-Za-z_])((?-u:\b)(?:(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|these|those|of|every|my)\s+)*(?:previous|prior|above|earlier|preceding|system|original|initial)\s+(?:(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}]){0,3}nstruct(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}])*|prompts?|directions?|directives?|rules|guidelines|commands?)|(?:ignore|disregard|forget)\s+(?:all\s+)?your\s+(?:(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}])+\s+)?(?:instructions|rules|guidelines|programming)|(?:ignore|disregard)\s+(?:all\s+)?instructions\s*,\s*(?:and\s+)?(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}])+|(?:ignore|disregard)\s+(?:all|any)\s+(?:negative|other|conflicting|contrary)\s+(?:indicators|information|info|content|signals|data)|(?:ignore|disregard)\s+the\s+rest\s+of\s+(?:this|the)\s+(?:data|document|text|page|input|email|message)|disregard\s+all\s+info(?:rmation)?\s+except)(?-u:\b)"#,
                 rest_of_sentence!(),
                 ")"
             ),
@@ -1361,7 +1372,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     pattern(
         "message_to_the_model",
         concat!(
-            r"(?:(?-u:\b)(?:this\s+is\s+an?\s+(?:important|urgent|critical|private)\s+(?:message|note)\s+from\s+[^\n.]{1,80}?\s+to\s+you|before\s+you\s+(?:can\s+)?(?:solve|do|complete|answer|continue|proceed\s+with|start|finish)\s+(?:the|your|this|my)\s+task[^\n.]{0,80}?(?:please\s+)?(?:do|complete|perform)\s+the\s+following)|<information>)",
+            r"(?:(?-u:\b)(?:this\s+is\s+an?\s+(?:important|urgent|critical|private)\s+(?:message|note)\s+from\s+[^\n.]+?\s+to\s+you|before\s+you\s+(?:can\s+)?(?:solve|do|complete|answer|continue|proceed\s+with|start|finish)\s+(?:the|your|this|my)\s+task[^\n.]*?(?:please\s+)?(?:do|complete|perform)\s+the\s+following)|<information>)",
             rest_of_block!()
         ),
         &["message", "note", "before you", "<information>"],
@@ -1371,7 +1382,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     pattern(
         "forged_system_message",
         concat!(
-            r"(?:#{1,6}\s*\(\s*system[_ ]message\s*\)|\[system\]\s*\[system\]|\[system\][^\n\[]{0,300}\[rest-of-document\]|<end\s+of\s+session>|(?m:^)[ \t]*system[ \t]*:[ \t]*(?:focus|ignore|disregard|override|only|always|never|from\s+now|you\s+(?:must|are\s+now|will)|reply|respond|output|print|say)(?-u:\b))",
+            r"(?:#{1,6}\s*\(\s*system[_ ]message\s*\)|\[system\]\s*\[system\]|\[system\][^\n\[]*\[rest-of-document\]|<end\s+of\s+session>|(?m:^)[ \t]*system[ \t]*:[ \t]*(?:focus|ignore|disregard|override|only|always|never|from\s+now|you\s+(?:must|are\s+now|will)|reply|respond|output|print|say)(?-u:\b))",
             rest_of_block!()
         ),
         &["system", "end of session"],
@@ -1380,14 +1391,14 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     // list entry does not carry an outside recipient.
     pattern(
         "todo_outward",
-        r"(?-u:\b)todo\s*:[^\n]{0,200}?(?-u:\b)(?:send|transfer|forward|e-?mail|share|invite|post|pay|wire|upload|visit)(?-u:\b)[^\n]{0,200}?(?:[\w.+-]+@[\w-]+\.[\w.-]+|(?-u:\b)[a-z]{2}\d{2}[a-z0-9]{10,30}(?-u:\b)|https?://|www\.)[^\n]*",
+        r"(?-u:\b)todo\s*:[^\n]*?(?-u:\b)(?:send|transfer|forward|e-?mail|share|invite|post|pay|wire|upload|visit)(?-u:\b)[^\n]*?(?:(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}.+-])@(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}-])+\.(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}.-])|(?-u:\b)[a-z]{2}[0-9]{2}[a-z0-9]{10,30}(?-u:\b)|https?://|www\.)[^\n]*",
         &["todo"],
     ),
     // A `TODO:` that orders the assistant around the user's own things: their account,
     // password, calendar, files or bookings. A developer's TODO is about code.
     pattern(
         "todo_users_things",
-        r"(?-u:\b)todo\s*:\s*(?:please\s+)?(?:send|transfer|modify|change|update|create|make|delete|remove|get|say|tell|invite|e-?mail|forward|share|book|reserve|pay)(?-u:\b)[^\n]{0,200}?(?-u:\b)(?:the\s+user(?:'s)?|my\s+(?:calendar|e-?mails?|inbox|account|password|files?|drive|friend|contacts|messages)|password|reservation|recipient|transactions?|cloud\s+drive)(?-u:\b)[^\n]*",
+        r"(?-u:\b)todo\s*:\s*(?:please\s+)?(?:send|transfer|modify|change|update|create|make|delete|remove|get|say|tell|invite|e-?mail|forward|share|book|reserve|pay)(?-u:\b)[^\n]*?(?-u:\b)(?:the\s+user(?:'s)?|my\s+(?:calendar|e-?mails?|inbox|account|password|files?|drive|friend|contacts|messages)|password|reservation|recipient|transactions?|cloud\s+drive)(?-u:\b)[^\n]*",
         &["todo"],
     ),
     // A forged turn of conversation inside data: an `Assistant:` line followed by a
@@ -1395,7 +1406,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     pattern(
         "forged_turn",
         concat!(
-            r"(?-u:\b)assistant\s*:[^\n]{0,200}?(?:\n\s*)?(?-u:\b)user\s*:\s*[^\n]{0,200}?(?-u:\b)(?:could\s+you|can\s+you|would\s+you|please|now|next|repeat|ignore|print|say|tell)(?-u:\b)",
+            r"(?-u:\b)assistant\s*:[^\n]*?(?:\n\s*)?(?-u:\b)user\s*:\s*[^\n]*?(?-u:\b)(?:could\s+you|can\s+you|would\s+you|please|now|next|repeat|ignore|print|say|tell)(?-u:\b)",
             rest_of_sentence!()
         ),
         &["assistant"],
@@ -1405,7 +1416,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     pattern(
         "orders_for_the_reader",
         concat!(
-            r"(?-u:\b)(?:if\s+(?:(?:the\s+)?user\s+)?(?:asks|asked|questioned)[^\n.]{0,80}?(?:reply|respond|answer|say|output|report)|(?:reply|respond)\s+with\s+only\s+the\s+following|note\s+to\s+(?:the\s+)?automated\s+(?:analysis|screening|review)|for\s+automated\s+screening\s+systems|invisible\s+to\s+humans|visible\s+to\s+(?:the\s+)?(?:llms?|ai|models?)|override\s+(?:the\s+)?(?:manual\s+)?(?:scoring|review|evaluation|assessment)|(?:message|note|instructions?)\s+from\s+(?:the\s+)?(?:it\s+)?(?:administrator|admin|system\s+administrator|developers?|security\s+team)\s*:\s*\w+)(?-u:\b)",
+            r"(?-u:\b)(?:if\s+(?:(?:the\s+)?user\s+)?(?:asks|asked|questioned)[^\n.]*?(?:reply|respond|answer|say|output|report)|(?:reply|respond)\s+with\s+only\s+the\s+following|note\s+to\s+(?:the\s+)?automated\s+(?:analysis|screening|review)|for\s+automated\s+screening\s+systems|invisible\s+to\s+humans|visible\s+to\s+(?:the\s+)?(?:llms?|ai|models?)|override\s+(?:the\s+)?(?:manual\s+)?(?:scoring|review|evaluation|assessment)|(?:message|note|instructions?)\s+from\s+(?:the\s+)?(?:it\s+)?(?:administrator|admin|system\s+administrator|developers?|security\s+team)\s*:\s*\w+)(?-u:\b)",
             rest_of_sentence!()
         ),
         &[
@@ -1460,7 +1471,7 @@ const INDIRECT_INJECTION: &[PatternDef] = &[
     pattern(
         "agents_must_send",
         concat!(
-            r"(?-u:\b)(?:ai|llm)\s+(?:assistants?|agents?|models?)(?:\s+[\w’'-]+){0,4}?\s+(?:must|should|are\s+(?:required|instructed)\s+to)\s+(?:(?:immediately|now|also|first)\s+)?(?:send|forward|e-?mail|upload|post|transfer|exfiltrate|share|reveal|leak|copy)(?-u:\b)",
+            r"(?-u:\b)(?:ai|llm)\s+(?:assistants?|agents?|models?)(?:\s+(?-i:[0-9A-Za-z_\x{80}-\x{10FFFF}’'-])+){0,4}?\s+(?:must|should|are\s+(?:required|instructed)\s+to)\s+(?:(?:immediately|now|also|first)\s+)?(?:send|forward|e-?mail|upload|post|transfer|exfiltrate|share|reveal|leak|copy)(?-u:\b)",
             rest_of_sentence!()
         ),
         // Every match holds one of these nouns; `ai` alone would wake the regex on "main".
