@@ -1178,9 +1178,13 @@ impl<'a> Shell<'a> {
                 .iter()
                 .rposition(|&c| !is_name_byte(c))
                 .map_or(0, |p| p + 1);
+            // A quote before the name counts as a boundary: in code (`os.system("c=rm; $c
+            // -rf /")`) it opens the host language's string, whose text is the command.
             if name_start == eq
                 || !is_name_start(b[name_start])
-                || (name_start > 0 && !is_separator(b[name_start - 1]))
+                || (name_start > 0
+                    && !is_separator(b[name_start - 1])
+                    && !matches!(b[name_start - 1], b'"' | b'\'' | b'`'))
             {
                 continue;
             }
