@@ -29,9 +29,6 @@ const WINDOW_OVERLAP: usize = 4 * 1024;
 /// Context searched around an anchor. A match that reaches the end of its search window is
 /// searched again to the end of the text, so this bounds cost, not match length.
 const ANCHOR_BEFORE: usize = 256;
-/// Search reach after an anchor for patterns without a length bound: longer than any key or
-/// command the catalog looks for (a 4096-bit PEM key is about 3.2 KiB).
-const UNBOUNDED_REACH: usize = 8 * 1024;
 /// Context read around what a decoder changed (`decode.rs`): anchors of a match that holds
 /// a decoded byte lie this close to it for all but the longest matches (a PEM key body).
 const VIEW_CONTEXT: usize = 2048;
@@ -133,8 +130,9 @@ pub struct CompiledPattern {
     /// True when `prefilter` is `Anchors` with at least one anchor.
     pub anchored: bool,
     /// How far past an anchor a match can reach: the regex's maximum match length, or
-    /// `UNBOUNDED_REACH` when it has none (`\s+`, `.*?`, `\z`). A match that still reaches the
-    /// end of its search window is searched again to the end of the text.
+    /// `usize::MAX` when it has none (`\s+`, `[^\n]*?`, `\z`), so the search runs to the end
+    /// of the scan window: a fixed reach would be a gap an attacker pads past. A match that
+    /// still reaches the end of its search window is searched again to the end of the text.
     pub reach: usize,
 }
 
@@ -345,9 +343,7 @@ impl FastRuleSet {
                 rule: p.rule,
                 kind: p.kind,
                 anchored,
-                reach: p
-                    .max_len
-                    .map_or(UNBOUNDED_REACH, |n| n.min(UNBOUNDED_REACH)),
+                reach: p.max_len.unwrap_or(usize::MAX),
                 prefilter: p.prefilter,
                 regex: p.regex,
                 group: p.group,
@@ -849,7 +845,7 @@ impl FastRuleSet {
                 scratch.windows.add(
                     pi,
                     at.saturating_sub(ANCHOR_BEFORE.min(reach)),
-                    (at + reach).min(end),
+                    at.saturating_add(reach).min(end),
                 );
             }
         }
