@@ -212,6 +212,7 @@ impl Decoded {
         }
         if decoders.commands {
             run(&mut passes, base64_payloads);
+            run(&mut passes, shell_strings);
             run(&mut passes, shell);
             run(&mut passes, sql_comments);
         }
@@ -657,6 +658,166 @@ fn call_base64(b: &[u8], name_at: usize, mut at: usize) -> Option<(Range<usize>,
         return None;
     }
     Some((name_at..end + 1, format!("'{decoded}'")))
+}
+
+// --- strings handed to a shell ---------------------------------------------------------------
+
+/// Calls that hand a string to a shell: Python's `os.system`, `os.popen` and `subprocess`,
+/// Node's `child_process`, PHP's, Ruby's and Perl's, and C's `system`. (Python's own `exec`
+/// runs Python, but reading its text as shell text as well finds nothing in ordinary code.)
+/// Then the shell programs whose `-c` runs a string, and `eval`.
+const SHELL_CALLS: &[&str] = &[
+    "system",
+    "popen",
+    "getoutput",
+    "getstatusoutput",
+    "check_output",
+    "check_call",
+    "call",
+    "run",
+    "Popen",
+    "exec",
+    "execSync",
+    "spawn",
+    "spawnSync",
+    "shell_exec",
+    "passthru",
+    "proc_open",
+    "capture2",
+    "capture2e",
+    "capture3",
+    "popen3",
+    "qx",
+];
+const SHELL_PROGRAMS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "eval"];
+
+static SHELL_STRING_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .build(SHELL_CALLS.iter().chain(SHELL_PROGRAMS))
+        .ok()
+});
+
+/// Bytes the shell pass decodes: a string without them reads the same quoted or not.
+fn has_shell_syntax(s: &[u8]) -> bool {
+    s.iter()
+        .any(|c| matches!(c, b'$' | b'`' | b'\\' | b'\'' | b'"' | b'{'))
+}
+
+/// The text a shell receives from a string in code (`os.system('$(echo rm) -rf /')`) or from
+/// a single-quoted `-c` or `eval` argument (`bash -c 'a=rm; $a -rf /'`): the quotes go, and
+/// the code's own escapes (`'\x72m'`) are decoded, so the shell pass reads the string as the
+/// shell will, not as the literal the outer quotes make of it. The string stands on lines of
+/// its own, where a command starts.
+fn shell_strings(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
+    let b = text.as_bytes();
+    let names = SHELL_STRING_NAMES.as_ref()?;
+    let mut out = Builder::new(text);
+    for m in names.find_iter(b) {
+        if m.start() > 0 && (is_name_byte(b[m.start() - 1]) || b[m.start() - 1] == b'-') {
+            continue;
+        }
+        let program = m.pattern().as_usize() >= SHELL_CALLS.len();
+        let found = if program {
+            program_string(b, m.start(), m.end())
+        } else {
+            call_string(b, m.end())
+        };
+        let Some((literal, content, decode)) = found else {
+            continue;
+        };
+        let inner = &text[content.clone()];
+        if !has_shell_syntax(inner.as_bytes()) {
+            continue;
+        }
+        if decode && inner.contains('\\') {
+            out.replace(literal, &format!("\n{}\n", decode_escapes(inner, false)));
+        } else {
+            out.replace(literal.start..content.start, "\n");
+            out.replace(content.end..literal.end, "\n");
+        }
+    }
+    out.finish()
+}
+
+/// A string literal passed first to the call whose name ends at `at`: `('…')`, `("…")`,
+/// Python's prefixes (`r'…'`, `b"…"`) and triple quotes. Returns the literal's range, its
+/// contents' range, and whether its escapes are decoded (not in a raw string).
+fn call_string(b: &[u8], mut at: usize) -> Option<(Range<usize>, Range<usize>, bool)> {
+    while at < b.len() && is_blank(b[at]) {
+        at += 1;
+    }
+    if b.get(at) != Some(&b'(') {
+        return None;
+    }
+    at += 1;
+    while at < b.len() && b[at].is_ascii_whitespace() {
+        at += 1;
+    }
+    let start = at;
+    let mut raw = false;
+    while at < start + 2 && matches!(b.get(at), Some(b'r' | b'R' | b'b' | b'B' | b'u' | b'U')) {
+        raw |= matches!(b[at], b'r' | b'R');
+        at += 1;
+    }
+    let q = *b.get(at)?;
+    if q != b'\'' && q != b'"' {
+        return None;
+    }
+    let triple = b.get(at..at + 3).is_some_and(|w| w.iter().all(|&c| c == q));
+    let open = if triple { 3 } else { 1 };
+    let mut j = at + open;
+    loop {
+        let k = j + memchr::memchr2(q, b'\\', &b[j..])?;
+        if b[k] == b'\\' {
+            j = k + 2;
+            if j >= b.len() {
+                return None;
+            }
+            continue;
+        }
+        if !triple || b.get(k..k + 3).is_some_and(|w| w.iter().all(|&c| c == q)) {
+            return Some((start..k + open, at + open..k, !raw));
+        }
+        j = k + 1;
+    }
+}
+
+/// The single-quoted string that `sh -c` (any flags holding `c`, as `-lc`) or `eval` at
+/// `name` runs. A double-quoted one is expanded by the shell pass already.
+fn program_string(
+    b: &[u8],
+    name: usize,
+    name_end: usize,
+) -> Option<(Range<usize>, Range<usize>, bool)> {
+    // The program is a command word: at the start, after a separator, or a path's last part.
+    if name > 0 && !is_separator(b[name - 1]) && b[name - 1] != b'/' {
+        return None;
+    }
+    if !b.get(name_end).is_some_and(|&c| is_blank(c)) {
+        return None;
+    }
+    let eval = &b[name..name_end] == b"eval";
+    let mut end = name_end;
+    let mut runs_string = eval;
+    let word = loop {
+        let w = word_after(b, end)?;
+        let word = &b[w.clone()];
+        if word.len() > 1 && word[0] == b'-' && word[1] != b'-' && !eval {
+            runs_string |= word.contains(&b'c');
+            end = w.end;
+            continue;
+        }
+        break w;
+    };
+    if !runs_string || b[word.start] != b'\'' || word.len() < 2 {
+        return None;
+    }
+    // The quoted string must be the whole word (`'a'b` is read by the shell pass).
+    if b.get(word.end).is_some_and(|&c| !is_separator(c)) {
+        return None;
+    }
+    Some((word.clone(), word.start + 1..word.end - 1, false))
 }
 
 // --- shell quoting and expansion -------------------------------------------------------------

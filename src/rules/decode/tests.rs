@@ -368,3 +368,62 @@ fn look_alikes_within_the_limits_are_not_reported() {
     assert!(!gave_up("a=rm; $a -rf ./build"));
     assert!(!gave_up(&"echo cm0gLXJmIC8= | base64 -d; ".repeat(2)));
 }
+
+#[test]
+fn strings_handed_to_a_shell_are_read_as_the_shell_reads_them() {
+    assert_eq!(
+        view("os.system('$(echo rm) -rf /')").as_deref(),
+        Some("os.system(\nrm -rf /\n)")
+    );
+    assert_eq!(
+        view("os.system('c=rm; $c -rf /')").as_deref(),
+        Some("os.system(\nc=rm; rm -rf /\n)")
+    );
+    assert_eq!(
+        view("os.system('\\x72m -rf /')").as_deref(),
+        Some("os.system(\nrm -rf /\n)"),
+        "the code's own escapes"
+    );
+    assert_eq!(
+        view("subprocess.run(r'''a=rm; $a -rf /''', shell=True)").as_deref(),
+        Some("subprocess.run(\na=rm; rm -rf /\n, shell=True)"),
+        "a raw triple-quoted string"
+    );
+    assert_eq!(
+        view("execSync('r\"\"m -rf /')").as_deref(),
+        Some("execSync(\nrm -rf /\n)")
+    );
+    assert_eq!(
+        view("bash -c 'a=rm; $a -rf /'").as_deref(),
+        Some("bash -c \na=rm; rm -rf /\n")
+    );
+    assert_eq!(
+        view("/bin/sh -lc '$(echo rm) -rf /'").as_deref(),
+        Some("/bin/sh -lc \nrm -rf /\n")
+    );
+    assert_eq!(
+        view("eval '{rm,-rf,/}'").as_deref(),
+        Some("eval \nrm -rf /\n")
+    );
+    // The string maps back to the literal, quotes and escapes included.
+    assert_eq!(
+        source_of("os.system('\\x72m -rf /')", "rm -rf /"),
+        "'\\x72m -rf /'"
+    );
+    assert_eq!(
+        source_of("os.system('$(echo rm) -rf /')", "rm"),
+        "$(echo rm)"
+    );
+    // Look-alikes: a single-quoted argument the shell prints, a string no shell reads, and
+    // strings without shell syntax.
+    assert_eq!(view("echo '$(echo rm) -rf /'"), None);
+    assert_eq!(view("print('$(echo rm) -rf /')"), None);
+    assert_eq!(view("mysystem('$HOME')"), None);
+    assert_eq!(view("os.system('ls -la /tmp')"), None);
+    assert_eq!(view("bash -c 'make test'"), None);
+    assert_eq!(view("eval \"$(ssh-agent -s)\""), None);
+    assert_eq!(
+        view("os.system('echo $HOME')").as_deref(),
+        Some("os.system(\necho $HOME\n)")
+    );
+}
