@@ -35,9 +35,10 @@ const MAX_VAR_VALUE: usize = 256;
 /// Assigned names noted without their values (over the limits above), beyond which any
 /// unresolved variable counts as unknown.
 const MAX_SKIPPED: usize = 256;
-/// base64 payloads decoded per text, and the longest one read.
+/// base64 payloads decoded per text, and the longest one read. A longer one is not passed
+/// over: padding a script past the bound must not hide it.
 const MAX_PAYLOADS: usize = 16;
-const MAX_PAYLOAD: usize = 16 * 1024;
+const MAX_PAYLOAD: usize = 1024 * 1024;
 
 /// Texts up to this long are screened with `COMMAND_TRIGGERS` or `TEXT_TRIGGERS` first.
 const SHORT_TEXT: usize = 256;
@@ -454,8 +455,13 @@ fn percent(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
 // --- base64 payloads -------------------------------------------------------------------------
 
 /// Standard or URL-safe base64, padded or not, decoding to text (a command, not binary).
-fn decode_base64(s: &[u8]) -> Option<String> {
-    if s.len() < 4 || s.len() > MAX_PAYLOAD {
+/// A payload longer than `MAX_PAYLOAD` is reported through `gave_up`.
+fn decode_base64(s: &[u8], gave_up: &Cell<bool>) -> Option<String> {
+    if s.len() > MAX_PAYLOAD {
+        gave_up.set(true);
+        return None;
+    }
+    if s.len() < 4 {
         return None;
     }
     let body = s
@@ -547,9 +553,9 @@ fn base64_payloads(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
             break;
         }
         let hit = if m.pattern().as_usize() == 0 {
-            shell_base64(b, m.start())
+            shell_base64(b, m.start(), gave_up)
         } else {
-            call_base64(b, m.start(), m.end())
+            call_base64(b, m.start(), m.end(), gave_up)
         };
         found.extend(hit);
     }
@@ -568,7 +574,7 @@ fn base64_payloads(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
 
 /// `base64` at `at` as a decoding command: the range from the payload's `echo` (or from
 /// `base64` for a here-string) to the end of the command, and the decoded payload.
-fn shell_base64(b: &[u8], at: usize) -> Option<(Range<usize>, String)> {
+fn shell_base64(b: &[u8], at: usize, gave_up: &Cell<bool>) -> Option<(Range<usize>, String)> {
     if at > 0 && (b[at - 1].is_ascii_alphanumeric() || matches!(b[at - 1], b'.' | b'_' | b'-')) {
         return None;
     }
@@ -599,7 +605,7 @@ fn shell_base64(b: &[u8], at: usize) -> Option<(Range<usize>, String)> {
             let p = word_after(b, w.end)?;
             (p.clone(), p.end)
         };
-        let decoded = decode_base64(unquoted(b, payload.0))?;
+        let decoded = decode_base64(unquoted(b, payload.0), gave_up)?;
         return Some((at..payload.1, decoded));
     }
     // Piped in: `echo [-n] X | base64 -d` or `printf [%s] X | base64 -d`.
@@ -627,12 +633,17 @@ fn shell_base64(b: &[u8], at: usize) -> Option<(Range<usize>, String)> {
     if start == payload.start {
         return None;
     }
-    let decoded = decode_base64(unquoted(b, payload))?;
+    let decoded = decode_base64(unquoted(b, payload), gave_up)?;
     Some((start..end, decoded))
 }
 
 /// A decoding call with a quoted literal: `b64decode('X')`, `b64decode(b"X")`, `atob('X')`.
-fn call_base64(b: &[u8], name_at: usize, mut at: usize) -> Option<(Range<usize>, String)> {
+fn call_base64(
+    b: &[u8],
+    name_at: usize,
+    mut at: usize,
+    gave_up: &Cell<bool>,
+) -> Option<(Range<usize>, String)> {
     let skip_blanks = |mut i: usize| {
         while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
@@ -652,7 +663,7 @@ fn call_base64(b: &[u8], name_at: usize, mut at: usize) -> Option<(Range<usize>,
         return None;
     }
     let close = at + 1 + memchr::memchr(q, &b[at + 1..])?;
-    let decoded = decode_base64(&b[at + 1..close])?;
+    let decoded = decode_base64(&b[at + 1..close], gave_up)?;
     let end = skip_blanks(close + 1);
     if b.get(end) != Some(&b')') {
         return None;

@@ -355,6 +355,24 @@ fn a_limit_that_stops_an_expansion_is_reported_not_passed_over() {
     // More base64 payloads than are decoded.
     let payloads = "echo cm0gLXJmIC8= | base64 -d; ".repeat(MAX_PAYLOADS + 1);
     assert!(gave_up(&payloads));
+    // A payload longer than is decoded.
+    let long = "A".repeat(MAX_PAYLOAD + 4);
+    assert!(gave_up(&format!("exec(base64.b64decode('{long}'))")));
+    assert!(gave_up(&format!("echo {long} | base64 -d | sh")));
+}
+
+#[test]
+fn a_payload_padded_past_16_kib_is_still_decoded() {
+    let script = format!(
+        "{}import os\nos.system('rm -rf /')\n",
+        "# padding\n".repeat(3000)
+    );
+    let b64 = encode_base64(script.as_bytes());
+    assert!(b64.len() > 32 * 1024);
+    let text = format!("exec(base64.b64decode('{b64}'))");
+    let (view, gave_up) = Decoded::read(&text, COMMANDS);
+    assert!(!gave_up);
+    assert!(view.unwrap().text().contains("rm -rf /"));
 }
 
 #[test]
@@ -426,4 +444,24 @@ fn strings_handed_to_a_shell_are_read_as_the_shell_reads_them() {
         view("os.system('echo $HOME')").as_deref(),
         Some("os.system(\necho $HOME\n)")
     );
+}
+
+/// Standard base64 with padding, for building payloads.
+fn encode_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
