@@ -213,7 +213,9 @@ impl Decoded {
         }
         if decoders.commands {
             run(&mut passes, base64_payloads);
-            run(&mut passes, shell_strings);
+            if run(&mut passes, shell_strings) {
+                run(&mut passes, shell_strings);
+            }
             run(&mut passes, shell);
             run(&mut passes, sql_comments);
         }
@@ -700,7 +702,16 @@ const SHELL_CALLS: &[&str] = &[
     "popen3",
     "qx",
 ];
-const SHELL_PROGRAMS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "eval"];
+const SHELL_PROGRAMS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "eval", "python", "python3", "node", "ruby",
+    "perl",
+];
+/// Words read between a shell program and its `-c` string (options and their values). The
+/// bound keeps the walk linear: a text of `sh -x/sh -x/sh …` is not walked again from each
+/// `sh`.
+const MAX_SHELL_OPTIONS: usize = 8;
+/// Words after a `-c` string that set `$0`, `$1`, … (`sh -c 'rm -rf "$1"/lib' _ {}`).
+const MAX_POSITIONAL: usize = 10;
 
 static SHELL_STRING_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
@@ -719,76 +730,252 @@ fn has_shell_syntax(s: &[u8]) -> bool {
 /// a single-quoted `-c` or `eval` argument (`bash -c 'a=rm; $a -rf /'`): the quotes go, and
 /// the code's own escapes (`'\x72m'`) are decoded, so the shell pass reads the string as the
 /// shell will, not as the literal the outer quotes make of it. The string stands on lines of
-/// its own, where a command starts.
+/// its own, where a command starts. A name in a comment (`# never run bash -c '…'`) is
+/// left alone. The pass runs twice, for a string inside a string (`os.system("bash -c
+/// '…'")`).
 fn shell_strings(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let names = SHELL_STRING_NAMES.as_ref()?;
     let mut out = Builder::new(text);
+    let mut comments = Comments::default();
     for m in names.find_iter(b) {
         if m.start() > 0 && (is_name_byte(b[m.start() - 1]) || b[m.start() - 1] == b'-') {
             continue;
         }
-        let program = m.pattern().as_usize() >= SHELL_CALLS.len();
-        let found = if program {
-            program_string(b, m.start(), m.end())
-        } else {
-            call_string(b, m.end())
-        };
-        let Some((literal, content, decode)) = found else {
-            continue;
-        };
-        let inner = &text[content.clone()];
-        if !has_shell_syntax(inner.as_bytes()) {
+        if comments.in_comment(b, m.start()) {
             continue;
         }
-        if decode && inner.contains('\\') {
-            out.replace(literal, &format!("\n{}\n", decode_escapes(inner, false)));
+        let program = m.pattern().as_usize() >= SHELL_CALLS.len();
+        let parts = if program {
+            program_string(b, m.start(), m.end()).map(|l| vec![l])
         } else {
-            out.replace(literal.start..content.start, "\n");
-            out.replace(content.end..literal.end, "\n");
+            call_string(b, m.range())
+        };
+        let Some(parts) = parts else {
+            continue;
+        };
+        let escaped = |l: &Literal| l.decode && text[l.content.clone()].contains('\\');
+        let read = |l: &Literal| {
+            let inner = &text[l.content.clone()];
+            if escaped(l) {
+                std::borrow::Cow::Owned(decode_escapes(inner, false))
+            } else {
+                std::borrow::Cow::Borrowed(inner)
+            }
+        };
+        if !parts
+            .iter()
+            .any(|l| has_shell_syntax(text[l.content.clone()].as_bytes()))
+        {
+            continue;
+        }
+        let whole = parts[0].whole.start..parts[parts.len() - 1].whole.end;
+        let positional = if program {
+            positional_words(b, whole.end)
+        } else {
+            Vec::new()
+        };
+        match parts.as_slice() {
+            // Only the quotes go: the string's bytes map back one to one.
+            [one] if positional.is_empty() && !escaped(one) => {
+                out.replace(one.whole.start..one.content.start, "\n");
+                out.replace(one.content.end..one.whole.end, "\n");
+            }
+            _ => {
+                let joined: String = parts.iter().map(read).collect();
+                let set = if positional.is_empty() {
+                    joined
+                } else {
+                    set_positional(&joined, &positional)
+                };
+                out.replace(whole, &format!("\n{set}\n"));
+            }
         }
     }
     out.finish()
 }
 
-/// A string literal passed first to the call whose name ends at `at`: `('…')`, `("…")`,
-/// Python's prefixes (`r'…'`, `b"…"`) and triple quotes. Returns the literal's range, its
-/// contents' range, and whether its escapes are decoded (not in a raw string).
-fn call_string(b: &[u8], mut at: usize) -> Option<(Range<usize>, Range<usize>, bool)> {
+/// Whether a position is inside a comment (`#` or `//` opening a word outside quotes, to the
+/// end of the line), read forward once however many positions are asked about.
+#[derive(Default)]
+struct Comments {
+    at: usize,
+    single: bool,
+    double: bool,
+    comment: bool,
+}
+
+impl Comments {
+    /// Positions must be asked in increasing order.
+    fn in_comment(&mut self, b: &[u8], pos: usize) -> bool {
+        while self.at < pos {
+            let c = b[self.at];
+            let word_start = self.at == 0 || b[self.at - 1].is_ascii_whitespace();
+            match c {
+                b'\n' => {
+                    self.single = false;
+                    self.double = false;
+                    self.comment = false;
+                }
+                _ if self.comment => {}
+                b'\'' if !self.double => self.single = !self.single,
+                b'"' if !self.single => self.double = !self.double,
+                b'\\' if self.double => self.at += 1,
+                b'#' if word_start && !self.single && !self.double => self.comment = true,
+                b'/' if word_start
+                    && !self.single
+                    && !self.double
+                    && b.get(self.at + 1) == Some(&b'/') =>
+                {
+                    self.comment = true
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+        self.comment
+    }
+}
+
+/// The words after a `-c` string ending at `at`, up to the end of the command, unquoted:
+/// `$0`, `$1`, … of the string.
+fn positional_words(b: &[u8], mut at: usize) -> Vec<String> {
+    let mut words = Vec::new();
+    while words.len() < MAX_POSITIONAL {
+        let mut s = at;
+        while s < b.len() && is_blank(b[s]) {
+            s += 1;
+        }
+        if s >= b.len() || is_separator(b[s]) {
+            break;
+        }
+        let Some(w) = word_after(b, at) else {
+            break;
+        };
+        words.push(String::from_utf8_lossy(unquoted(b, w.clone())).into_owned());
+        at = w.end;
+    }
+    words
+}
+
+/// `inner` with `$0`…`$9`, `${0}`…`${9}`, `$@` and `$*` replaced by the words that set them.
+fn set_positional(inner: &str, words: &[String]) -> String {
+    let b = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'$', &b[i..]) {
+        let at = i + k;
+        out.push_str(&inner[i..at]);
+        let (value, len) = match b.get(at + 1) {
+            Some(d @ b'0'..=b'9') => (words.get(usize::from(d - b'0')).cloned(), 2),
+            Some(b'{') if b.get(at + 3) == Some(&b'}') && b[at + 2].is_ascii_digit() => {
+                (words.get(usize::from(b[at + 2] - b'0')).cloned(), 4)
+            }
+            Some(b'@' | b'*') => (Some(words.get(1..).unwrap_or_default().join(" ")), 2),
+            _ => (None, 1),
+        };
+        match value {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(&inner[at..at + len]),
+        }
+        i = at + len;
+    }
+    out.push_str(&inner[i..]);
+    out
+}
+
+/// A string literal in code or a quoted shell word: its range, its contents' range, and
+/// whether the code's escapes are decoded (not in a raw string, not in shell quotes).
+struct Literal {
+    whole: Range<usize>,
+    content: Range<usize>,
+    decode: bool,
+}
+
+/// Literals joined into one string (`'a' 'b'`, `'a' + 'b'`) at most.
+const MAX_JOINED: usize = 16;
+
+/// The string passed first to the call whose name ends at `at`: `('…')`, `("…")`, a JS
+/// template (`` (`…`) ``), after a keyword (`(args='…')`), Python's prefixes (`r'…'`,
+/// `f"…"`) and triple quotes, literals joined by juxtaposition or `+`; and Ruby's and Perl's
+/// call without parentheses (`system '…'`) for `system`, `exec` and `spawn`.
+fn call_string(b: &[u8], name: Range<usize>) -> Option<Vec<Literal>> {
+    let mut at = name.end;
     while at < b.len() && is_blank(b[at]) {
         at += 1;
     }
-    if b.get(at) != Some(&b'(') {
+    if b.get(at) == Some(&b'(') {
+        at += 1;
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        // A keyword argument: `args='…'`.
+        let key_end = at + b[at..].iter().take_while(|&&c| is_name_byte(c)).count();
+        let mut eq = key_end;
+        while eq < b.len() && is_blank(b[eq]) {
+            eq += 1;
+        }
+        if key_end > at && b.get(eq) == Some(&b'=') && b.get(eq + 1) != Some(&b'=') {
+            at = eq + 1;
+            while at < b.len() && is_blank(b[at]) {
+                at += 1;
+            }
+        }
+    } else if at == name.end || !matches!(&b[name.clone()], b"system" | b"exec" | b"spawn") {
         return None;
     }
-    at += 1;
-    while at < b.len() && b[at].is_ascii_whitespace() {
-        at += 1;
+    let mut parts = vec![literal_at(b, at)?];
+    while parts.len() < MAX_JOINED {
+        let mut j = parts.last().map_or(at, |l| l.whole.end);
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if b.get(j) == Some(&b'+') {
+            j += 1;
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+        }
+        match literal_at(b, j) {
+            Some(l) => parts.push(l),
+            None => break,
+        }
     }
+    Some(parts)
+}
+
+/// The code string literal that starts at `at` (at its prefix or its quote).
+fn literal_at(b: &[u8], mut at: usize) -> Option<Literal> {
     let start = at;
     let mut raw = false;
-    while at < start + 2 && matches!(b.get(at), Some(b'r' | b'R' | b'b' | b'B' | b'u' | b'U')) {
+    while at < start + 2
+        && matches!(
+            b.get(at),
+            Some(b'r' | b'R' | b'b' | b'B' | b'u' | b'U' | b'f' | b'F')
+        )
+    {
         raw |= matches!(b[at], b'r' | b'R');
         at += 1;
     }
     let q = *b.get(at)?;
-    if q != b'\'' && q != b'"' {
+    if !matches!(q, b'\'' | b'"' | b'`') {
         return None;
     }
     let triple = b.get(at..at + 3).is_some_and(|w| w.iter().all(|&c| c == q));
     let open = if triple { 3 } else { 1 };
     let mut j = at + open;
     loop {
-        let k = j + memchr::memchr2(q, b'\\', &b[j..])?;
+        let k = j + memchr::memchr2(q, b'\\', b.get(j..)?)?;
         if b[k] == b'\\' {
             j = k + 2;
-            if j >= b.len() {
-                return None;
-            }
             continue;
         }
         if !triple || b.get(k..k + 3).is_some_and(|w| w.iter().all(|&c| c == q)) {
-            return Some((start..k + open, at + open..k, !raw));
+            return Some(Literal {
+                whole: start..k + open,
+                content: at + open..k,
+                decode: !raw,
+            });
         }
         j = k + 1;
     }
@@ -796,30 +983,55 @@ fn call_string(b: &[u8], mut at: usize) -> Option<(Range<usize>, Range<usize>, b
 
 /// The single-quoted string that `sh -c` (any flags holding `c`, as `-lc`) or `eval` at
 /// `name` runs. A double-quoted one is expanded by the shell pass already.
-fn program_string(
-    b: &[u8],
-    name: usize,
-    name_end: usize,
-) -> Option<(Range<usize>, Range<usize>, bool)> {
-    // The program is a command word: at the start, after a separator, or a path's last part.
-    if name > 0 && !is_separator(b[name - 1]) && b[name - 1] != b'/' {
+fn program_string(b: &[u8], name: usize, name_end: usize) -> Option<Literal> {
+    // The program is a command word: at the start, after a separator, or a path's last part
+    // (`/bin/sh`); `\bash` runs bash too.
+    let before = name.checked_sub(1).map(|p| b[p]);
+    let command_word = |p: usize| p == 0 || is_separator(b[p - 1]);
+    if !(command_word(name)
+        || before == Some(b'/')
+        || (before == Some(b'\\') && command_word(name - 1)))
+    {
         return None;
     }
     if !b.get(name_end).is_some_and(|&c| is_blank(c)) {
         return None;
     }
-    let eval = &b[name..name_end] == b"eval";
+    let program = &b[name..name_end];
+    let eval = program == b"eval";
+    // Interpreters run a string given with `-c` (Python) or `-e` (Node, Ruby, Perl), which
+    // is read for the shell strings inside it on the second pass.
+    let flag: &[u8] = match program {
+        b"python" | b"python3" => b"c",
+        b"node" | b"ruby" | b"perl" => b"e",
+        _ => b"c",
+    };
     let mut end = name_end;
     let mut runs_string = eval;
+    let mut read = 0;
     let word = loop {
+        read += 1;
+        if read > MAX_SHELL_OPTIONS {
+            return None;
+        }
         let w = word_after(b, end)?;
         let word = &b[w.clone()];
-        if word.len() > 1 && word[0] == b'-' && word[1] != b'-' && !eval {
-            runs_string |= word.contains(&b'c');
-            end = w.end;
-            continue;
+        end = w.end;
+        match word {
+            // The end of the options: the string is next.
+            b"--" => break word_after(b, end)?,
+            // A here-string: the shell reads the next word as its script.
+            b"<<<" if !eval => runs_string = true,
+            [b'-', b'-', ..] if !eval => {}
+            // `-o pipefail`, `-euo pipefail`: the option's value comes next.
+            [b'-' | b'+', flags @ ..] if !eval && !flags.is_empty() => {
+                runs_string |= word[0] == b'-' && flags.contains(&flag[0]);
+                if flags.ends_with(b"o") {
+                    end = word_after(b, end)?.end;
+                }
+            }
+            _ => break w,
         }
-        break w;
     };
     if !runs_string || b[word.start] != b'\'' || word.len() < 2 {
         return None;
@@ -828,7 +1040,11 @@ fn program_string(
     if b.get(word.end).is_some_and(|&c| !is_separator(c)) {
         return None;
     }
-    Some((word.clone(), word.start + 1..word.end - 1, false))
+    Some(Literal {
+        whole: word.clone(),
+        content: word.start + 1..word.end - 1,
+        decode: false,
+    })
 }
 
 // --- shell quoting and expansion -------------------------------------------------------------
@@ -955,6 +1171,14 @@ fn decode_escapes(s: &str, octal_needs_zero: bool) -> String {
             b'x' => {
                 let (n, j) = digits(i + 2, 2, 16);
                 (if j > i + 2 { char::from_u32(n) } else { None }, j)
+            }
+            // JavaScript's `\u{72}` as well as `\u0072`.
+            b'u' if b.get(i + 2) == Some(&b'{') => {
+                let (n, j) = digits(i + 3, 6, 16);
+                match b.get(j) {
+                    Some(b'}') if j > i + 3 => (char::from_u32(n), j + 1),
+                    _ => (None, i + 1),
+                }
             }
             b'u' | b'U' => {
                 let (n, j) = digits(i + 2, if e == b'u' { 4 } else { 8 }, 16);

@@ -446,6 +446,49 @@ fn strings_handed_to_a_shell_are_read_as_the_shell_reads_them() {
     );
 }
 
+#[test]
+fn more_forms_of_a_string_handed_to_a_shell() {
+    let reads_rm = |t: &str| {
+        let v = view(t);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("rm -rf /")),
+            "{t}: {v:?}"
+        );
+    };
+    // A string in a string, read on the second pass.
+    reads_rm("os.system(\"bash -c 'a=rm; $a -rf /'\")");
+    reads_rm("python3 -c 'import os; os.system(\"a=rm; $a -rf /\")'");
+    // Prefixes, keywords, joined literals, templates, escapes, calls without parentheses.
+    reads_rm("os.system(f'a=rm; $a -rf /')");
+    reads_rm("subprocess.run(args='a=rm; $a -rf /', shell=True)");
+    reads_rm("os.system('a=rm; ' '$a -rf /')");
+    reads_rm("os.system('a=rm; ' + '$a -rf /')");
+    reads_rm("execSync(`a=rm; $a -rf /`)");
+    reads_rm("execSync('\\u{72}m -rf /')");
+    reads_rm("system 'a=rm; $a -rf /'");
+    // Options before `-c`, the end of options, a here-string, an escaped program name.
+    reads_rm("bash -o pipefail -c 'a=rm; $a -rf /'");
+    reads_rm("bash -euo pipefail -c 'a=rm; $a -rf /'");
+    reads_rm("bash --login -c 'a=rm; $a -rf /'");
+    reads_rm("bash -c -- 'a=rm; $a -rf /'");
+    reads_rm("bash <<< 'a=rm; $a -rf /'");
+    reads_rm("\\bash -c 'a=rm; $a -rf /'");
+    reads_rm("ash -c 'a=rm; $a -rf /'");
+    // Positional parameters take the words after the string.
+    assert_eq!(
+        view("find . -name build -exec sh -c 'rm -rf \"$1\"/bin' _ {} \\;").as_deref(),
+        Some("find . -name build -exec sh -c \nrm -rf \"{}\"/bin\n _ {} \\;")
+    );
+    reads_rm("sh -c '$0 -rf /' rm");
+    // Look-alikes: names in comments.
+    assert_eq!(view("echo ok # bash -c '$(echo rm) -rf /'"), None);
+    assert_eq!(
+        view("# os.system('a=rm; $a -rf /') would be caught\nprint(1)"),
+        None
+    );
+    assert_eq!(view("// execSync('$(echo rm) -rf /')\nlet x = 1;"), None);
+}
+
 /// Standard base64 with padding, for building payloads.
 fn encode_base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
