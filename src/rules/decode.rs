@@ -643,34 +643,27 @@ fn shell_base64(b: &[u8], at: usize, gave_up: &Cell<bool>) -> Option<(Range<usiz
 fn call_base64(
     b: &[u8],
     name_at: usize,
-    mut at: usize,
+    at: usize,
     gave_up: &Cell<bool>,
 ) -> Option<(Range<usize>, String)> {
-    let skip_blanks = |mut i: usize| {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
-    };
-    at = skip_blanks(at);
-    if b.get(at) != Some(&b'(') {
+    let open = skip_while(b, at, |c| c.is_ascii_whitespace());
+    if b.get(open) != Some(&b'(') {
         return None;
     }
-    at = skip_blanks(at + 1);
-    if matches!(b.get(at), Some(b'b' | b'r' | b'B' | b'R')) {
-        at += 1;
-    }
-    let q = *b.get(at)?;
-    if q != b'\'' && q != b'"' {
-        return None;
-    }
-    let close = at + 1 + memchr::memchr(q, &b[at + 1..])?;
-    let decoded = decode_base64(&b[at + 1..close], gave_up)?;
-    let end = skip_blanks(close + 1);
+    let literal = literal_at(b, skip_while(b, open + 1, |c| c.is_ascii_whitespace()))?;
+    let decoded = decode_base64(&b[literal.content], gave_up)?;
+    let end = skip_while(b, literal.whole.end, |c| c.is_ascii_whitespace());
     if b.get(end) != Some(&b')') {
         return None;
     }
     Some((name_at..end + 1, format!("'{decoded}'")))
+}
+
+/// The first index at or after `at` whose byte `skip` does not accept, or the end.
+fn skip_while(b: &[u8], at: usize, skip: fn(u8) -> bool) -> usize {
+    at + b
+        .get(at..)
+        .map_or(0, |r| r.iter().take_while(|&&c| skip(c)).count())
 }
 
 // --- strings handed to a shell ---------------------------------------------------------------
@@ -842,10 +835,7 @@ impl Comments {
 fn positional_words(b: &[u8], mut at: usize) -> Vec<String> {
     let mut words = Vec::new();
     while words.len() < MAX_POSITIONAL {
-        let mut s = at;
-        while s < b.len() && is_blank(b[s]) {
-            s += 1;
-        }
+        let s = skip_while(b, at, is_blank);
         if s >= b.len() || is_separator(b[s]) {
             break;
         }
@@ -900,41 +890,25 @@ const MAX_JOINED: usize = 16;
 /// `f"…"`) and triple quotes, literals joined by juxtaposition or `+`; and Ruby's and Perl's
 /// call without parentheses (`system '…'`) for `system`, `exec` and `spawn`.
 fn call_string(b: &[u8], name: Range<usize>) -> Option<Vec<Literal>> {
-    let mut at = name.end;
-    while at < b.len() && is_blank(b[at]) {
-        at += 1;
-    }
+    let mut at = skip_while(b, name.end, is_blank);
     if b.get(at) == Some(&b'(') {
-        at += 1;
-        while at < b.len() && b[at].is_ascii_whitespace() {
-            at += 1;
-        }
+        at = skip_while(b, at + 1, |c| c.is_ascii_whitespace());
         // A keyword argument: `args='…'`.
-        let key_end = at + b[at..].iter().take_while(|&&c| is_name_byte(c)).count();
-        let mut eq = key_end;
-        while eq < b.len() && is_blank(b[eq]) {
-            eq += 1;
-        }
+        let key_end = skip_while(b, at, is_name_byte);
+        let eq = skip_while(b, key_end, is_blank);
         if key_end > at && b.get(eq) == Some(&b'=') && b.get(eq + 1) != Some(&b'=') {
-            at = eq + 1;
-            while at < b.len() && is_blank(b[at]) {
-                at += 1;
-            }
+            at = skip_while(b, eq + 1, is_blank);
         }
     } else if at == name.end || !matches!(&b[name.clone()], b"system" | b"exec" | b"spawn") {
         return None;
     }
     let mut parts = vec![literal_at(b, at)?];
     while parts.len() < MAX_JOINED {
-        let mut j = parts.last().map_or(at, |l| l.whole.end);
-        while j < b.len() && b[j].is_ascii_whitespace() {
-            j += 1;
-        }
+        let mut j = skip_while(b, parts.last().map_or(at, |l| l.whole.end), |c| {
+            c.is_ascii_whitespace()
+        });
         if b.get(j) == Some(&b'+') {
-            j += 1;
-            while j < b.len() && b[j].is_ascii_whitespace() {
-                j += 1;
-            }
+            j = skip_while(b, j + 1, |c| c.is_ascii_whitespace());
         }
         match literal_at(b, j) {
             Some(l) => parts.push(l),
