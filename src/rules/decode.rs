@@ -213,8 +213,14 @@ impl Decoded {
         }
         if decoders.commands {
             run(&mut passes, base64_payloads);
-            if run(&mut passes, shell_strings) {
-                run(&mut passes, shell_strings);
+            // A string in a string is read one level a pass; past the deepest nesting read,
+            // the rest is not read as clean.
+            let mut depth = 0;
+            while depth < MAX_STRING_DEPTH && run(&mut passes, shell_strings) {
+                depth += 1;
+            }
+            if depth == MAX_STRING_DEPTH {
+                gave_up.set(true);
             }
             run(&mut passes, shell);
             run(&mut passes, sql_comments);
@@ -701,8 +707,11 @@ const SHELL_PROGRAMS: &[&str] = &[
 ];
 /// Words read between a shell program and its `-c` string (options and their values). The
 /// bound keeps the walk linear: a text of `sh -x/sh -x/sh …` is not walked again from each
-/// `sh`.
-const MAX_SHELL_OPTIONS: usize = 8;
+/// `sh`. More options than this are not passed over: the field is not read as clean.
+const MAX_SHELL_OPTIONS: usize = 16;
+/// Strings in strings read (`python3 -c '… os.system("bash -c '…'")'` is three); a string
+/// nested deeper makes the field not read as clean.
+const MAX_STRING_DEPTH: usize = 4;
 /// Words after a `-c` string that set `$0`, `$1`, … (`sh -c 'rm -rf "$1"/lib' _ {}`).
 const MAX_POSITIONAL: usize = 10;
 
@@ -723,26 +732,25 @@ fn has_shell_syntax(s: &[u8]) -> bool {
 /// a single-quoted `-c` or `eval` argument (`bash -c 'a=rm; $a -rf /'`): the quotes go, and
 /// the code's own escapes (`'\x72m'`) are decoded, so the shell pass reads the string as the
 /// shell will, not as the literal the outer quotes make of it. The string stands on lines of
-/// its own, where a command starts. A name in a comment (`# never run bash -c '…'`) is
-/// left alone. The pass runs twice, for a string inside a string (`os.system("bash -c
-/// '…'")`).
-fn shell_strings(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
+/// its own, where a command starts. The pass runs again on its own output, for a string
+/// inside a string (`os.system("bash -c '…'")`).
+///
+/// A name in a comment is read too: whether `#` opens a comment depends on the language and
+/// on quoting this pass does not parse (`'it\'s # '` in Python, `q! # !` in Perl), and a
+/// wrong guess would hide the code after it.
+fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let names = SHELL_STRING_NAMES.as_ref()?;
     let mut out = Builder::new(text);
-    let mut comments = Comments::default();
     for m in names.find_iter(b) {
         if m.start() > 0 && (is_name_byte(b[m.start() - 1]) || b[m.start() - 1] == b'-') {
             continue;
         }
-        if comments.in_comment(b, m.start()) {
-            continue;
-        }
         let program = m.pattern().as_usize() >= SHELL_CALLS.len();
         let parts = if program {
-            program_string(b, m.start(), m.end()).map(|l| vec![l])
+            program_string(b, m.start(), m.end(), gave_up).map(|l| vec![l])
         } else {
-            call_string(b, m.range())
+            call_string(b, m.range(), gave_up)
         };
         let Some(parts) = parts else {
             continue;
@@ -779,55 +787,13 @@ fn shell_strings(text: &str, _gave_up: &Cell<bool>) -> Option<Pass> {
                 let set = if positional.is_empty() {
                     joined
                 } else {
-                    set_positional(&joined, &positional)
+                    set_positional(&joined, &positional, gave_up)
                 };
                 out.replace(whole, &format!("\n{set}\n"));
             }
         }
     }
     out.finish()
-}
-
-/// Whether a position is inside a comment (`#` or `//` opening a word outside quotes, to the
-/// end of the line), read forward once however many positions are asked about.
-#[derive(Default)]
-struct Comments {
-    at: usize,
-    single: bool,
-    double: bool,
-    comment: bool,
-}
-
-impl Comments {
-    /// Positions must be asked in increasing order.
-    fn in_comment(&mut self, b: &[u8], pos: usize) -> bool {
-        while self.at < pos {
-            let c = b[self.at];
-            let word_start = self.at == 0 || b[self.at - 1].is_ascii_whitespace();
-            match c {
-                b'\n' => {
-                    self.single = false;
-                    self.double = false;
-                    self.comment = false;
-                }
-                _ if self.comment => {}
-                b'\'' if !self.double => self.single = !self.single,
-                b'"' if !self.single => self.double = !self.double,
-                b'\\' if self.double => self.at += 1,
-                b'#' if word_start && !self.single && !self.double => self.comment = true,
-                b'/' if word_start
-                    && !self.single
-                    && !self.double
-                    && b.get(self.at + 1) == Some(&b'/') =>
-                {
-                    self.comment = true
-                }
-                _ => {}
-            }
-            self.at += 1;
-        }
-        self.comment
-    }
 }
 
 /// The words after a `-c` string ending at `at`, up to the end of the command, unquoted:
@@ -848,12 +814,18 @@ fn positional_words(b: &[u8], mut at: usize) -> Vec<String> {
     words
 }
 
-/// `inner` with `$0`…`$9`, `${0}`…`${9}`, `$@` and `$*` replaced by the words that set them.
-fn set_positional(inner: &str, words: &[String]) -> String {
+/// `inner` with `$0`…`$9`, `${0}`…`${9}`, `$@` and `$*` replaced by the words that set them,
+/// growing it by at most `MAX_GROWTH` bytes (`'$1$1$1…'` with a long word); past that the
+/// rest stays as written and the field is not read as clean.
+fn set_positional(inner: &str, words: &[String], gave_up: &Cell<bool>) -> String {
     let b = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
     let mut i = 0;
     while let Some(k) = memchr::memchr(b'$', &b[i..]) {
+        if out.len() > i + MAX_GROWTH {
+            gave_up.set(true);
+            break;
+        }
         let at = i + k;
         out.push_str(&inner[i..at]);
         let (value, len) = match b.get(at + 1) {
@@ -889,7 +861,7 @@ const MAX_JOINED: usize = 16;
 /// template (`` (`…`) ``), after a keyword (`(args='…')`), Python's prefixes (`r'…'`,
 /// `f"…"`) and triple quotes, literals joined by juxtaposition or `+`; and Ruby's and Perl's
 /// call without parentheses (`system '…'`) for `system`, `exec` and `spawn`.
-fn call_string(b: &[u8], name: Range<usize>) -> Option<Vec<Literal>> {
+fn call_string(b: &[u8], name: Range<usize>, gave_up: &Cell<bool>) -> Option<Vec<Literal>> {
     let mut at = skip_while(b, name.end, is_blank);
     if b.get(at) == Some(&b'(') {
         at = skip_while(b, at + 1, |c| c.is_ascii_whitespace());
@@ -903,17 +875,22 @@ fn call_string(b: &[u8], name: Range<usize>) -> Option<Vec<Literal>> {
         return None;
     }
     let mut parts = vec![literal_at(b, at)?];
-    while parts.len() < MAX_JOINED {
+    loop {
         let mut j = skip_while(b, parts.last().map_or(at, |l| l.whole.end), |c| {
             c.is_ascii_whitespace()
         });
         if b.get(j) == Some(&b'+') {
             j = skip_while(b, j + 1, |c| c.is_ascii_whitespace());
         }
-        match literal_at(b, j) {
-            Some(l) => parts.push(l),
-            None => break,
+        let Some(l) = literal_at(b, j) else {
+            break;
+        };
+        if parts.len() == MAX_JOINED {
+            // More pieces than are joined: the string is not all read.
+            gave_up.set(true);
+            break;
         }
+        parts.push(l);
     }
     Some(parts)
 }
@@ -957,7 +934,7 @@ fn literal_at(b: &[u8], mut at: usize) -> Option<Literal> {
 
 /// The single-quoted string that `sh -c` (any flags holding `c`, as `-lc`) or `eval` at
 /// `name` runs. A double-quoted one is expanded by the shell pass already.
-fn program_string(b: &[u8], name: usize, name_end: usize) -> Option<Literal> {
+fn program_string(b: &[u8], name: usize, name_end: usize, gave_up: &Cell<bool>) -> Option<Literal> {
     // The program is a command word: at the start, after a separator, or a path's last part
     // (`/bin/sh`); `\bash` runs bash too.
     let before = name.checked_sub(1).map(|p| b[p]);
@@ -986,6 +963,8 @@ fn program_string(b: &[u8], name: usize, name_end: usize) -> Option<Literal> {
     let word = loop {
         read += 1;
         if read > MAX_SHELL_OPTIONS {
+            // Still among options: what they lead to is not read.
+            gave_up.set(true);
             return None;
         }
         let w = word_after(b, end)?;

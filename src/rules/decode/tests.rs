@@ -480,13 +480,41 @@ fn more_forms_of_a_string_handed_to_a_shell() {
         Some("find . -name build -exec sh -c \nrm -rf \"{}\"/bin\n _ {} \\;")
     );
     reads_rm("sh -c '$0 -rf /' rm");
-    // Look-alikes: names in comments.
-    assert_eq!(view("echo ok # bash -c '$(echo rm) -rf /'"), None);
-    assert_eq!(
-        view("# os.system('a=rm; $a -rf /') would be caught\nprint(1)"),
-        None
+    // What looks like a comment is read too: whether it is one depends on quoting and on
+    // the language (a Python escape, a JS regex, a shell path).
+    reads_rm("x = 'it\\'s # '; os.system('a=rm; $a -rf /')");
+    reads_rm("s.replace(/ # /g, ''); execSync('a=rm; $a -rf /')");
+    reads_rm("//bin/bash -c 'a=rm; $a -rf /'");
+    reads_rm("true // ; bash -c 'a=rm; $a -rf /'");
+}
+
+#[test]
+fn shell_string_limits_are_reported_not_passed_over() {
+    // Three strings deep is read; deeper than `MAX_STRING_DEPTH` is not clean.
+    let three = "exec(\"import os; os.system(\\\"bash -c 'a=rm; $a -rf /'\\\")\")";
+    assert!(
+        view(three).is_some_and(|v| v.contains("rm -rf /")),
+        "{three}"
     );
-    assert_eq!(view("// execSync('$(echo rm) -rf /')\nlet x = 1;"), None);
+    assert!(!gave_up(three));
+    let mut deep = "a=rm; $a -rf /".to_string();
+    for _ in 0..MAX_STRING_DEPTH {
+        deep = format!("bash -c '{}'", deep.replace('\'', "'\\''"));
+        deep = format!("os.system({deep:?})");
+    }
+    assert!(gave_up(&deep), "{deep}");
+    // Options past the ones read before `-c`.
+    let options = "-x ".repeat(MAX_SHELL_OPTIONS);
+    assert!(gave_up(&format!("bash {options}-c 'a=rm; $a -rf /'")));
+    assert!(!gave_up("bash -euo pipefail -x -c 'a=rm; $a -rf ./build'"));
+    // More joined literals than are read.
+    let empties = "'' ".repeat(MAX_JOINED);
+    assert!(gave_up(&format!("os.system({empties}'a=rm; $a -rf /')")));
+    assert!(!gave_up("os.system('a=rm; ' + '$a -rf ./build')"));
+    // Positional parameters that would grow the string past the growth budget.
+    let word = "w".repeat(1024);
+    let uses = "$1".repeat(MAX_GROWTH / 1024 + 2);
+    assert!(gave_up(&format!("sh -c 'echo {uses}' _ {word}")));
 }
 
 /// Standard base64 with padding, for building payloads.
