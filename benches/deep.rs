@@ -120,6 +120,7 @@ fn bench(c: &mut Criterion) {
         tool_name: "web.fetch".into(),
         task_goal: String::new(),
         text: "output: a slow page".into(),
+        content_at: 0,
         charge: Default::default(),
     });
     let mut queued = 0;

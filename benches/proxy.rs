@@ -21,7 +21,8 @@
 //! Run: `cargo bench --bench proxy` (about two minutes). Environment: `PROXY_BENCH_SECS`
 //! (2), `PROXY_BENCH_ROUNDS` (3), `PROXY_BENCH_LOADS` (comma list out of
 //! `grpc_1k,grpc_64k,mcp_1k,mcp_64k`), `PROXY_BENCH_TOOLGATE_ARGS` (more `serve` flags,
-//! e.g. `--decision-log off`, for an A/B of one setting; they replace the bench's own).
+//! e.g. `--decision-log off`, for an A/B of one setting; they replace the bench's own),
+//! `PROXY_BENCH_TOOLGATE_BIN` (another toolgate binary, for an A/B of two builds).
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -347,7 +348,9 @@ async fn run(secs: Duration, rounds: usize, loads: &[String], pinned: bool) -> a
     let dir = std::env::temp_dir().join(format!("toolgate-proxy-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let (listen, mcp_listen) = (free_port()?, free_port()?);
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_toolgate"));
+    let exe = std::env::var_os("PROXY_BENCH_TOOLGATE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolgate")));
     let mut cmd = if pinned {
         let mut c = Command::new("taskset");
         c.args(["-c", "0"]).arg(&exe);

@@ -2,9 +2,10 @@
 //! with the embedded default pack, each text as a `tool_call_result`, and prints how many
 //! attacks were flagged and how many benign texts were blocked.
 //!
-//!     cargo run --release --example injection_eval -- target/eval/injection/heldout.jsonl [--with-model]
+//!     cargo run --release --example injection_eval -- target/eval/injection/heldout.jsonl [--heuristics-only]
 //!
-//! `--with-model` adds the `injection-model` deep rule, which the default pack leaves off.
+//! `--heuristics-only` takes the default pack's `injection-model` rule out, leaving
+//! `injection-heuristics` alone.
 //!
 //! Flagged: the decision has a prompt-injection hit (a hit tagged `prompt-injection`,
 //! `prompt_injection` or `jailbreak`). Blocked: flagged, or any action other than ALLOW or
@@ -31,21 +32,22 @@ struct Tally {
 
 fn main() -> anyhow::Result<()> {
     let path = std::env::args().nth(1).ok_or_else(|| {
-        anyhow::anyhow!("usage: injection_eval FILE.jsonl [--misses] [--with-model]")
+        anyhow::anyhow!("usage: injection_eval FILE.jsonl [--misses] [--heuristics-only]")
     })?;
     let show_misses = std::env::args().any(|a| a == "--misses");
-    let with_model = std::env::args().any(|a| a == "--with-model");
+    let heuristics_only = std::env::args().any(|a| a == "--heuristics-only");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut policy = if with_model {
-            let text = toolgate::policy::DEFAULT_PACK.replacen(
-                "async_rules:\n",
-                "async_rules:\n  - id: injection-model\n    applies_to: [tool_call_result, llm_before]\n",
-                1,
+        let mut policy = if heuristics_only {
+            let entry = "  - id: injection-model\n    applies_to: [tool_call_result]\n";
+            anyhow::ensure!(
+                toolgate::policy::DEFAULT_PACK.contains(entry),
+                "the default pack's injection-model entry is not where this example expects it"
             );
-            toolgate::policy::compile(&text, "default+injection-model", None)?
+            let text = toolgate::policy::DEFAULT_PACK.replacen(entry, "", 1);
+            toolgate::policy::compile(&text, "default-heuristics-only", None)?
         } else {
             toolgate::policy::default_policy(None)?
         };

@@ -424,6 +424,7 @@ mod tests {
             tool_name: "web_fetch".to_string(),
             task_goal: "summarise the page".to_string(),
             text: text.to_string(),
+            content_at: 0,
             charge: Default::default(),
         })
     }

@@ -2021,6 +2021,7 @@ mod tests {
             tool_name: "web_fetch".into(),
             task_goal: "summarize the page".into(),
             text: text.into(),
+            content_at: 0,
             charge: Default::default(),
         })
     }

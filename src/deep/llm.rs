@@ -717,6 +717,7 @@ mod tests {
             tool_name: "sql".to_string(),
             task_goal: "summarise last week's orders".to_string(),
             text: text.to_string(),
+            content_at: 0,
             charge: Default::default(),
         })
     }

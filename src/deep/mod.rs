@@ -28,6 +28,9 @@ pub struct DeepInput {
     pub task_goal: String,
     /// One `label: text` block per field (`output: …`, `$.command: …`, `user: …`).
     pub text: String,
+    /// Where the text the agent reads starts in `text`: a tool result's output, after its
+    /// arguments (the agent's own, judged when the call started); 0 for other events.
+    pub content_at: usize,
     /// The queue's byte budget, taken by the first of this event's jobs to be queued and
     /// given back when the last holder of the input lets it go: one event, one charge,
     /// however many rules read it.
@@ -38,6 +41,11 @@ impl DeepInput {
     /// The bytes this input holds, as the queue's budget counts them.
     pub fn bytes(&self) -> usize {
         self.text.len() + self.task_goal.len() + self.tool_name.len()
+    }
+
+    /// The part of `text` the agent reads (see `content_at`).
+    pub fn content(&self) -> &str {
+        self.text.get(self.content_at..).unwrap_or(&self.text)
     }
 }
 

@@ -431,6 +431,7 @@ mod tests {
             tool_name: "t".into(),
             task_goal: String::new(),
             text: char::from(b'a' + n).to_string().repeat(MAX_INPUT_BYTES - 1),
+            content_at: 0,
             charge: Default::default(),
         })
     }

@@ -112,7 +112,10 @@ pub const DEEP_RULE_KINDS: &[DeepRuleKind] = &[
         keys: model::KEYS,
         endpoint_key: "endpoint",
         default_timeout: Duration::from_millis(1000),
-        default_class: DeepClass::Jailbreak,
+        // Trained on what agents read, not on what users ask: forced onto a prompt about
+        // the system prompt, it flagged ordinary questions ("how do I write a system
+        // prompt for my bot?").
+        default_class: DeepClass::Content,
         local: true,
         build: build_injection_model,
     },

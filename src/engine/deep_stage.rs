@@ -80,8 +80,9 @@ pub async fn deep_stage(
     let pool = rt.pool_for(policy);
     let late_fail = plan.late_fail();
     let mut waiting = Vec::new();
+    let digest = input_digest(&input);
     for spec in specs {
-        let key = cache_key(policy, spec, &input);
+        let key = cache_key(policy, spec, &digest);
         let late = {
             let (store, spec, base) = (rt.sessions.clone(), spec.clone(), base.clone());
             Box::new(move |r: JobResult| {
@@ -340,6 +341,7 @@ pub(super) fn shown_arguments(event: &Event, d: &Decision) -> String {
 /// fast rules found leaves the process, and capped so a queued job's memory is bounded.
 fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
     let mut text = String::new();
+    let mut content_at = 0;
     let args = || shown_arguments(event, d);
     match event.kind {
         EventKind::LlmBefore => {
@@ -379,6 +381,7 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
             text.push_str("arguments: ");
             text.push_str(&args());
             text.push_str("\noutput: ");
+            content_at = text.len();
             text.push_str(d.redacted_output.as_deref().unwrap_or(&event.output));
             text.push('\n');
         }
@@ -389,16 +392,16 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
         event: event.kind,
         tool_name: event.tool_name.clone(),
         task_goal: goal.to_string(),
+        content_at: content_at.min(text.len()),
         text,
         charge: Default::default(),
     }
 }
 
-fn cache_key(policy: &Policy, spec: &DeepRuleSpec, input: &DeepInput) -> [u8; 32] {
+/// The digest of one event's deep input, taken once however many rules read it.
+fn input_digest(input: &DeepInput) -> [u8; 32] {
     let mut h = Sha256::new();
     for part in [
-        policy.version_tag.as_str(),
-        spec.id.as_str(),
         input.event.as_str(),
         input.tool_name.as_str(),
         input.task_goal.as_str(),
@@ -407,5 +410,18 @@ fn cache_key(policy: &Policy, spec: &DeepRuleSpec, input: &DeepInput) -> [u8; 32
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
+    // The same text split elsewhere is another input: a rule may read only the content.
+    h.update((input.content_at as u64).to_le_bytes());
+    h.finalize().into()
+}
+
+/// A verdict's cache key: the policy version, the rule and the input's digest.
+fn cache_key(policy: &Policy, spec: &DeepRuleSpec, digest: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [policy.version_tag.as_str(), spec.id.as_str()] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.update(digest);
     h.finalize().into()
 }

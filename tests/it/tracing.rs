@@ -49,9 +49,9 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
     s.stop().await.unwrap();
     let got = otlp.requests().await;
     let spans = spans_of(&got);
-    // Two decision spans, and one deep-rule span (the default pack runs
-    // injection-heuristics on tool results) under the first.
-    assert_eq!(spans.len(), 3, "{spans:?}");
+    // Two decision spans, and two deep-rule spans (the default pack runs
+    // injection-heuristics and injection-model on tool results) under the first.
+    assert_eq!(spans.len(), 4, "{spans:?}");
     let span = spans
         .iter()
         .find(|s| {
@@ -59,15 +59,22 @@ async fn decision_spans_are_children_of_the_callers_span_and_carry_no_secrets() 
         })
         .expect("the child span");
     assert_eq!(hex(&span.parent_span_id), "00f067aa0ba902b7");
-    let deep = spans
+    let deep_spans: Vec<_> = spans
         .iter()
-        .find(|s| s.name == "toolgate.deep_rule")
-        .expect("the deep-rule span");
-    assert_eq!(hex(&deep.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
-    assert_eq!(
-        deep.parent_span_id, span.span_id,
-        "a child of its decision's span"
-    );
+        .filter(|s| s.name == "toolgate.deep_rule")
+        .collect();
+    assert_eq!(deep_spans.len(), 2, "{deep_spans:?}");
+    for deep in &deep_spans {
+        assert_eq!(hex(&deep.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            deep.parent_span_id, span.span_id,
+            "a child of its decision's span"
+        );
+    }
+    let deep = deep_spans
+        .iter()
+        .find(|s| format!("{:?}", s.attributes).contains("injection-heuristics"))
+        .expect("the heuristics' span");
     let deep_attr = |k: &str| {
         deep.attributes
             .iter()
