@@ -15,8 +15,8 @@
 //! and 64 KB of a documentation page as markdown), 32 calls in flight; `tool_call_start` of
 //! `shell.exec` with 1 KB of arguments (a test run), one call in flight. One agent session
 //! per caller. Every call carries a new stamp, so no verdict cache answers. In the default
-//! pack those tools are medium tier (a result waits up to 100 ms for `injection-heuristics`)
-//! and high tier (no deep rule runs on a start).
+//! pack those tools are medium tier (a result waits up to 100 ms for `injection-heuristics`
+//! and `injection-model`) and high tier (no deep rule runs on a start).
 //!
 //! The client holds one HTTP/2 connection (one tonic `Channel`) per server, cloned into
 //! every caller: that is what an agent process does with its sidecar (one channel per
