@@ -25,9 +25,9 @@ const DEFAULT_MIN_TEXT_BYTES: usize = 8;
 /// scored above the threshold), so shorter texts are left to `injection-heuristics`.
 const DEFAULT_MIN_WORDS: usize = 8;
 
-/// Inputs up to this size are scored on the deciding thread. The model costs about 14 µs per
-/// KB (BENCHMARKS.md, `injection_model`), twice the heuristics' cost, so its inline limit is
-/// a quarter of theirs: at most about 60 µs on the deciding thread, the rest on the pool.
+/// Inputs up to this size are scored on the deciding thread. The model costs about 8 to 9 µs
+/// per KB (BENCHMARKS.md, `injection_model`), more than the heuristics, so its inline limit
+/// is a quarter of theirs: at most about 40 µs on the deciding thread, the rest on the pool.
 const INLINE_MAX_BYTES: usize = 4 * 1024;
 
 const MAGIC: &[u8; 4] = b"TGNM";
@@ -240,15 +240,10 @@ fn words(text: &str) -> (String, Vec<std::ops::Range<usize>>) {
     let mut spans = Vec::new();
     let mut start = None;
     for ch in text.chars() {
-        // ASCII first: most of what tools return is, and the general case costs a lookup
-        // per character. Both give what Python's `isalnum` and `lower` give.
-        let word = if ch.is_ascii() {
-            ch.is_ascii_alphanumeric()
-        } else {
-            ch.is_alphanumeric()
-        };
-        if word {
+        if ch.is_alphanumeric() {
             start.get_or_insert(lower.len());
+            // Most of what tools return is ASCII, and `to_lowercase`'s iterator costs more
+            // than the character; both give what Python's `lower` gives.
             if ch.is_ascii() {
                 lower.push(ch.to_ascii_lowercase());
             } else {

@@ -9,6 +9,7 @@
 //! without them pays a search and nothing more. All work is linear in the text; expansions
 //! (variables, command substitutions) are capped, and nothing recurses more than one level.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -742,6 +743,7 @@ fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     let names = SHELL_STRING_NAMES.as_ref()?;
     let mut out = Builder::new(text);
+    let mut room = MAX_GROWTH;
     for m in names.find_iter(b) {
         if m.start() > 0 && (is_name_byte(b[m.start() - 1]) || b[m.start() - 1] == b'-') {
             continue;
@@ -759,9 +761,9 @@ fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
         let read = |l: &Literal| {
             let inner = &text[l.content.clone()];
             if escaped(l) {
-                std::borrow::Cow::Owned(decode_escapes(inner, false))
+                Cow::Owned(decode_escapes(inner, false))
             } else {
-                std::borrow::Cow::Borrowed(inner)
+                Cow::Borrowed(inner)
             }
         };
         if !parts
@@ -787,7 +789,7 @@ fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
                 let set = if positional.is_empty() {
                     joined
                 } else {
-                    set_positional(&joined, &positional, gave_up)
+                    set_positional(&joined, &positional, &mut room, gave_up)
                 };
                 out.replace(whole, &format!("\n{set}\n"));
             }
@@ -814,33 +816,46 @@ fn positional_words(b: &[u8], mut at: usize) -> Vec<String> {
     words
 }
 
-/// `inner` with `$0`…`$9`, `${0}`…`${9}`, `$@` and `$*` replaced by the words that set them,
-/// growing it by at most `MAX_GROWTH` bytes (`'$1$1$1…'` with a long word); past that the
-/// rest stays as written and the field is not read as clean.
-fn set_positional(inner: &str, words: &[String], gave_up: &Cell<bool>) -> String {
+/// `inner` with `$0`…`$9`, `${0}`…`${9}`, `$@` and `$*` replaced by the words that set them.
+/// `room` is what the text may still grow by, shared by every string of one pass
+/// (`'$1$1$1…'` with a long word, many times over); past it the rest stays as written and
+/// the field is not read as clean.
+fn set_positional(inner: &str, words: &[String], room: &mut usize, gave_up: &Cell<bool>) -> String {
     let b = inner.as_bytes();
     let mut out = String::with_capacity(inner.len());
     let mut i = 0;
     while let Some(k) = memchr::memchr(b'$', &b[i..]) {
-        if out.len() > i + MAX_GROWTH {
-            gave_up.set(true);
-            break;
-        }
         let at = i + k;
         out.push_str(&inner[i..at]);
+        let word = |n: u8| {
+            words
+                .get(usize::from(n - b'0'))
+                .map(|w| Cow::Borrowed(w.as_str()))
+        };
         let (value, len) = match b.get(at + 1) {
-            Some(d @ b'0'..=b'9') => (words.get(usize::from(d - b'0')).cloned(), 2),
+            Some(&d @ b'0'..=b'9') => (word(d), 2),
             Some(b'{') if b.get(at + 3) == Some(&b'}') && b[at + 2].is_ascii_digit() => {
-                (words.get(usize::from(b[at + 2] - b'0')).cloned(), 4)
+                (word(b[at + 2]), 4)
             }
-            Some(b'@' | b'*') => (Some(words.get(1..).unwrap_or_default().join(" ")), 2),
+            Some(b'@' | b'*') => (
+                Some(Cow::Owned(words.get(1..).unwrap_or_default().join(" "))),
+                2,
+            ),
             _ => (None, 1),
         };
-        match value {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(&inner[at..at + len]),
-        }
         i = at + len;
+        match value {
+            Some(v) if v.len() <= len + *room => {
+                *room -= v.len().saturating_sub(len);
+                out.push_str(&v);
+            }
+            Some(_) => {
+                gave_up.set(true);
+                i = at;
+                break;
+            }
+            None => out.push_str(&inner[at..i]),
+        }
     }
     out.push_str(&inner[i..]);
     out

@@ -536,3 +536,26 @@ fn encode_base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn positional_growth_is_bounded_per_text_not_per_string() {
+    // Each string grows by 4 KiB, within a per-string bound; a hundred of them must not
+    // make a 20 KB field a 400 KB view.
+    let unit = format!("sh -c '{}' _ {}\n", "$1".repeat(64), "B".repeat(64));
+    let text = unit.repeat(100);
+    let (view, gave_up) = Decoded::read(&text, COMMANDS);
+    assert!(
+        gave_up,
+        "past the growth bound the field is not read as clean"
+    );
+    let view = view.unwrap();
+    assert!(
+        view.text().len() <= text.len() + MAX_GROWTH,
+        "{}",
+        view.text().len()
+    );
+    // One string within the bound is read whole.
+    let (view, gave_up) = Decoded::read(&unit, COMMANDS);
+    assert!(!gave_up);
+    assert!(view.unwrap().text().contains(&"B".repeat(64 * 64)));
+}
