@@ -2,7 +2,8 @@
 //! API, a non-loopback admin port, the admission webhook): the certificate, key and, for
 //! mTLS, the client CA are read from files and read again when they change (cert-manager and
 //! SPIRE rotate them in place); the caller's identity is read once per connection, from the
-//! client certificate, not once per request.
+//! client certificate, not once per request. Also the client side of the gRPC proxy's
+//! `https://` upstream.
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,10 +15,10 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::RootCertStore;
-use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -95,6 +96,32 @@ fn certs(pem: &[u8], p: &std::path::Path) -> Result<Vec<CertificateDer<'static>>
         });
     }
     Ok(chain)
+}
+
+/// A client configuration trusting the public web roots and, when given, the PEM CAs in
+/// `ca_pem` (`label` names where they came from in errors), offering `alpn`.
+pub fn client_config(
+    ca_pem: Option<&[u8]>,
+    label: &str,
+    alpn: &[&[u8]],
+) -> Result<ClientConfig, TlsError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(pem) = ca_pem {
+        for c in certs(pem, std::path::Path::new(label))? {
+            roots.add(c).map_err(|e| TlsError::Ca {
+                path: label.to_string(),
+                message: e.to_string(),
+            })?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(cfg)
 }
 
 /// Reads the files into a server configuration (ring, TLS 1.2 and 1.3). With a client CA the

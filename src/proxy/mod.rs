@@ -5,6 +5,7 @@ pub mod context;
 pub mod definitions;
 pub mod error;
 mod guard;
+mod h2_client;
 pub mod jsonrpc;
 mod listing;
 pub mod mcp;

@@ -12,10 +12,10 @@ use opentelemetry::KeyValue;
 use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt};
 use tonic::metadata::MetadataMap;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Request, Response, Status};
 
 use super::Verdict;
+use super::h2_client::{self, H2Client};
 use crate::api::convert;
 use crate::api::status::ApiError;
 use crate::decision::Action;
@@ -41,53 +41,13 @@ pub struct ToolUpstream {
     pub ca_pem: Option<Vec<u8>>,
 }
 
-/// An `http://` upstream: HTTP/2 with prior knowledge on hyper's pooled client. It hands a
-/// request straight to the connection, where tonic's `Channel` first queues it for a worker
-/// task: one task hop less on every forwarded call.
-type H2c = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    tonic::body::Body,
->;
-
-/// The client for the upstream: plain HTTP/2, or TLS through tonic's `Channel`. One lives
-/// in the proxy and each call clones it (the clients are handles onto shared pools); a box
-/// would add an allocation to every call to save a few hundred bytes once.
-#[derive(Clone)]
-#[allow(clippy::large_enum_variant)]
-enum Client {
-    H2c(ToolServiceClient<H2c>),
-    Tls(ToolServiceClient<Channel>),
-}
-
-impl Client {
-    async fn invoke(
-        &mut self,
-        r: Request<proto::InvokeRequest>,
-    ) -> Result<Response<proto::InvokeResponse>, Status> {
-        match self {
-            Client::H2c(c) => c.invoke(r).await,
-            Client::Tls(c) => c.invoke(r).await,
-        }
-    }
-
-    async fn invoke_stream(
-        &mut self,
-        r: Request<proto::InvokeStreamRequest>,
-    ) -> Result<Response<tonic::Streaming<proto::InvokeStreamResponse>>, Status> {
-        match self {
-            Client::H2c(c) => c.invoke_stream(r).await,
-            Client::Tls(c) => c.invoke_stream(r).await,
-        }
-    }
-}
-
 /// The ToolService edge.
 #[derive(Clone)]
 pub struct ToolProxy {
     store: Arc<PolicyStore>,
     gate: Gate,
     telemetry: Arc<Telemetry>,
-    client: Client,
+    client: ToolServiceClient<H2Client>,
     /// The upstream as the operator wrote it, for messages and spans.
     upstream: Arc<str>,
     host: Arc<str>,
@@ -134,45 +94,33 @@ impl ToolProxy {
         };
         let host = uri.host().unwrap_or_default().to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let limit = store.load().max_message_bytes;
-        let client = if tls {
-            let mut t = ClientTlsConfig::new().with_webpki_roots();
-            if let Some(pem) = &cfg.ca_pem {
-                t = t.ca_certificate(Certificate::from_pem(pem));
-            }
-            let endpoint = Endpoint::from(uri)
-                .connect_timeout(CONNECT_TIMEOUT)
-                .tcp_nodelay(true)
-                .http2_keep_alive_interval(KEEP_ALIVE)
-                .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
-                .keep_alive_while_idle(true)
-                .tls_config(t)
-                .map_err(|e| format!("--upstream: TLS settings: {e}"))?;
-            Client::Tls(
-                ToolServiceClient::new(endpoint.connect_lazy())
-                    // A result over the pack's message limit is refused, never passed on
-                    // unread.
-                    .max_decoding_message_size(limit)
-                    .max_encoding_message_size(usize::MAX),
+        let tls_config = if tls {
+            Some(
+                crate::tls::client_config(
+                    cfg.ca_pem.as_deref(),
+                    "--upstream-ca",
+                    crate::tls::ALPN_H2,
+                )
+                .map_err(|e| format!("--upstream: TLS settings: {e}"))?,
             )
         } else {
-            let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            connector.set_nodelay(true);
-            connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-            let h2c: H2c =
-                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                    .http2_only(true)
-                    .http2_keep_alive_interval(KEEP_ALIVE)
-                    .http2_keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
-                    .http2_keep_alive_while_idle(true)
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .build(connector);
-            Client::H2c(
-                ToolServiceClient::with_origin(h2c, uri)
-                    .max_decoding_message_size(limit)
-                    .max_encoding_message_size(usize::MAX),
-            )
+            None
         };
+        let h2 = H2Client::new(
+            &host,
+            port,
+            tls_config,
+            h2_client::Settings {
+                connect_timeout: CONNECT_TIMEOUT,
+                keep_alive: KEEP_ALIVE,
+                keep_alive_timeout: KEEP_ALIVE_TIMEOUT,
+            },
+        )
+        .map_err(|e| format!("--upstream: {e}"))?;
+        let client = ToolServiceClient::with_origin(h2, uri)
+            // A result over the pack's message limit is refused, never passed on unread.
+            .max_decoding_message_size(store.load().max_message_bytes)
+            .max_encoding_message_size(usize::MAX);
         Ok(ToolProxy {
             store,
             gate,
@@ -413,9 +361,6 @@ impl ToolProxy {
             return self.deadline_error();
         }
         let code = match s.code() {
-            // A transport failure (refused, reset, unreachable): gRPC calls it UNAVAILABLE;
-            // tonic reports one from a client other than its own `Channel` as UNKNOWN.
-            tonic::Code::Unknown if is_transport(&s) => tonic::Code::Unavailable,
             // The pack's message limit, met while reading the upstream's answer.
             tonic::Code::OutOfRange | tonic::Code::ResourceExhausted
                 if s.message().contains("message length too large") =>
@@ -691,18 +636,6 @@ impl ToolProxy {
         };
         let _ = tx.send(Ok(last)).await;
     }
-}
-
-/// Whether a status came from the connection rather than from the tool server.
-fn is_transport(s: &Status) -> bool {
-    let mut e: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(s);
-    while let Some(err) = e {
-        if err.is::<hyper_util::client::legacy::Error>() || err.is::<std::io::Error>() {
-            return true;
-        }
-        e = err.source();
-    }
-    false
 }
 
 /// The caller's remaining deadline (`grpc-timeout`, e.g. `250m`), when it set one.

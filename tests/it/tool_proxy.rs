@@ -490,6 +490,64 @@ async fn an_upstream_that_is_down_slow_or_failing_is_an_error_never_an_allow() {
     tg.stop().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_starts_late_or_restarts_is_connected_again() {
+    // Nothing listens yet: the call is UNAVAILABLE.
+    let spare = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = spare.local_addr().unwrap();
+    drop(spare);
+    let tg = proxy(&format!("http://{addr}"), "return", Duration::from_secs(5)).await;
+    let mut a = agent(&tg).await;
+    let e = a
+        .invoke(invoke("r1", "notes.echo", r#"{"text":"early"}"#))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+
+    // The tool server comes up on that address: the next call connects and goes through.
+    let serve = |tools: Tools| async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(
+            Server::builder()
+                .add_service(ToolServiceServer::new(tools))
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    async {
+                        let _ = stopped.await;
+                    },
+                ),
+        );
+        (stop, task)
+    };
+    let first = Tools::default();
+    let (stop, task) = serve(first.clone()).await;
+    let r = a
+        .invoke(invoke("r1", "notes.echo", r#"{"text":"one"}"#))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.forwarded, "{r:?}");
+    assert_eq!(r.output, "one");
+
+    // It restarts: the old connection is closed (GOAWAY), and the next call reaches the
+    // new server over a new connection.
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    let second = Tools::default();
+    let (_stop, _task) = serve(second.clone()).await;
+    let r = a
+        .invoke(invoke("r1", "notes.echo", r#"{"text":"two"}"#))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.forwarded, "{r:?}");
+    assert_eq!(r.output, "two");
+    assert_eq!(first.seen().len(), 1);
+    assert_eq!(second.seen().len(), 1);
+    tg.stop().await.unwrap();
+}
+
 async fn stream_all(
     a: &mut ToolServiceClient<Channel>,
     session: &str,
