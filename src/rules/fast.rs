@@ -168,13 +168,21 @@ struct AnchorSet {
 
 #[derive(Debug)]
 struct AnchorGroup {
-    /// SIMD (Teddy) searcher when the CPU supports it; several times faster than the
-    /// automaton on text where anchors are rare.
-    packed: Option<aho_corasick::packed::Searcher>,
-    ac: AhoCorasick,
+    finder: Finder,
     /// Anchor id → pattern indices: its own patterns plus those of every anchor of the group
     /// it contains, because at one start position only the longest anchor is reported.
     patterns: Vec<Vec<u32>>,
+}
+
+/// How a group's anchors are found.
+#[derive(Debug)]
+enum Finder {
+    /// SIMD (Teddy), when the CPU supports it: several times faster than the automaton on
+    /// text where anchors are rare.
+    Packed(aho_corasick::packed::Searcher),
+    /// The automaton, where there is no SIMD searcher. It is built only then: beside a
+    /// SIMD searcher it would never run, and the default pack's take 1.7 MiB.
+    Automaton(AhoCorasick),
 }
 
 /// Teddy takes at most 64 anchors and fingerprints each by its first min(shortest, 4) bytes,
@@ -806,9 +814,9 @@ impl FastRuleSet {
         for g in groups {
             let mut pos = 0;
             while pos < len {
-                let found = match &g.packed {
-                    Some(p) => p.find_in(hay, aho_corasick::Span::from(pos..len)),
-                    None => g.ac.find(aho_corasick::Input::new(hay).range(pos..)),
+                let found = match &g.finder {
+                    Finder::Packed(p) => p.find_in(hay, aho_corasick::Span::from(pos..len)),
+                    Finder::Automaton(ac) => ac.find(aho_corasick::Input::new(hay).range(pos..)),
                 };
                 let Some(m) = found else {
                     break;
@@ -979,11 +987,12 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
     }
     let longest = lits.iter().map(String::len).max().unwrap_or(0);
     let whole = AnchorGroup {
-        packed: None,
-        ac: AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostLongest)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(&lits)?,
+        finder: Finder::Automaton(
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(&lits)?,
+        ),
         patterns: with_contained(&lits, &own),
     };
     let mut singles = Vec::new();
@@ -1005,19 +1014,20 @@ fn anchor_set(members: &[u32], anchors_of: &[Vec<String>]) -> Result<AnchorSet, 
         let lits: Vec<&str> = chunk.iter().map(|(l, _)| l.as_str()).collect();
         let own: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| p.clone()).collect();
         let patterns = with_contained(&lits, &own);
-        let ac = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&lits)?;
         let packed = aho_corasick::packed::Config::new()
             .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
             .builder()
             .extend(&lits)
             .build();
-        groups.push(AnchorGroup {
-            packed,
-            ac,
-            patterns,
-        });
+        let finder = match packed {
+            Some(p) => Finder::Packed(p),
+            None => Finder::Automaton(
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&lits)?,
+            ),
+        };
+        groups.push(AnchorGroup { finder, patterns });
     }
     Ok(AnchorSet {
         whole,
