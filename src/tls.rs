@@ -98,6 +98,17 @@ fn certs(pem: &[u8], p: &std::path::Path) -> Result<Vec<CertificateDer<'static>>
     Ok(chain)
 }
 
+/// Adds the PEM CA certificates in `pem` (read from `p`) to `roots`.
+fn add_cas(roots: &mut RootCertStore, pem: &[u8], p: &std::path::Path) -> Result<(), TlsError> {
+    for c in certs(pem, p)? {
+        roots.add(c).map_err(|e| TlsError::Ca {
+            path: p.display().to_string(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
 /// A client configuration trusting the public web roots and, when given, the PEM CAs in
 /// `ca_pem` (`label` names where they came from in errors), offering `alpn`.
 pub fn client_config(
@@ -108,12 +119,7 @@ pub fn client_config(
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(pem) = ca_pem {
-        for c in certs(pem, std::path::Path::new(label))? {
-            roots.add(c).map_err(|e| TlsError::Ca {
-                path: label.to_string(),
-                message: e.to_string(),
-            })?;
-        }
+        add_cas(&mut roots, pem, std::path::Path::new(label))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = ClientConfig::builder_with_provider(provider)
@@ -141,17 +147,14 @@ fn build(files: &TlsFiles, pems: &Pems, alpn: &[&[u8]]) -> Result<ServerConfig, 
         .with_safe_default_protocol_versions()?;
     let builder = match (&files.client_ca, &pems.client_ca) {
         (Some(ca), Some(pem)) => {
-            let ca_err = |message: String| TlsError::Ca {
-                path: ca.display().to_string(),
-                message,
-            };
             let mut roots = RootCertStore::empty();
-            for c in certs(pem, ca)? {
-                roots.add(c).map_err(|e| ca_err(e.to_string()))?;
-            }
+            add_cas(&mut roots, pem, ca)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(|e| ca_err(e.to_string()))?;
+                .map_err(|e| TlsError::Ca {
+                    path: ca.display().to_string(),
+                    message: e.to_string(),
+                })?;
             builder.with_client_cert_verifier(verifier)
         }
         _ => builder.with_no_client_auth(),

@@ -1030,15 +1030,15 @@ fn anchor_set_with(
         let lits: Vec<&str> = chunk.iter().map(|(l, _)| l.as_str()).collect();
         let own: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| p.clone()).collect();
         let patterns = with_contained(&lits, &own);
-        let packed = simd
-            .then(|| {
-                aho_corasick::packed::Config::new()
-                    .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
-                    .builder()
-                    .extend(&lits)
-                    .build()
-            })
-            .flatten();
+        let packed = if simd {
+            aho_corasick::packed::Config::new()
+                .match_kind(aho_corasick::packed::MatchKind::LeftmostLongest)
+                .builder()
+                .extend(&lits)
+                .build()
+        } else {
+            None
+        };
         let finder = match packed {
             Some(p) => Finder::Packed(p),
             None => Finder::Automaton(

@@ -520,15 +520,20 @@ async fn an_upstream_that_starts_late_or_restarts_is_connected_again() {
         );
         (stop, task)
     };
+    // An echo that went through: forwarded, and answered by the tool server.
+    async fn echoed(a: &mut ToolServiceClient<Channel>, text: &str) {
+        let args = serde_json::json!({ "text": text }).to_string();
+        let r = a
+            .invoke(invoke("r1", "notes.echo", &args))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.forwarded, "{r:?}");
+        assert_eq!(r.output, text);
+    }
     let first = Tools::default();
     let (stop, task) = serve(first.clone()).await;
-    let r = a
-        .invoke(invoke("r1", "notes.echo", r#"{"text":"one"}"#))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(r.forwarded, "{r:?}");
-    assert_eq!(r.output, "one");
+    echoed(&mut a, "one").await;
 
     // It restarts: the old connection is closed (GOAWAY), and the next call reaches the
     // new server over a new connection.
@@ -536,13 +541,7 @@ async fn an_upstream_that_starts_late_or_restarts_is_connected_again() {
     task.await.unwrap().unwrap();
     let second = Tools::default();
     let (_stop, _task) = serve(second.clone()).await;
-    let r = a
-        .invoke(invoke("r1", "notes.echo", r#"{"text":"two"}"#))
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(r.forwarded, "{r:?}");
-    assert_eq!(r.output, "two");
+    echoed(&mut a, "two").await;
     assert_eq!(first.seen().len(), 1);
     assert_eq!(second.seen().len(), 1);
     tg.stop().await.unwrap();
