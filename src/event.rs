@@ -338,12 +338,42 @@ fn name_hash(name: &str) -> u32 {
 /// together; in an object larger than `MEMBER_VIEWS_MAX`, `[~*3]` is member 3, redacted by
 /// replacing the object. Every field has its own path: spans are merged and applied by path.
 fn member_path(object: &str, members: usize, index: usize, name: &str, with_value: bool) -> String {
-    let suffix = if with_value { ":value" } else { "" };
+    let mut path = String::with_capacity(object.len() + 32);
+    path.push_str(object);
     if members <= MEMBER_VIEWS_MAX {
-        format!("{object}[~{index}:{:08x}{suffix}]", name_hash(name))
+        path.push_str("[~");
+        push_decimal(&mut path, index);
+        path.push(':');
+        push_hex32(&mut path, name_hash(name));
     } else {
-        format!("{object}[~*{index}{suffix}]")
+        path.push_str("[~*");
+        push_decimal(&mut path, index);
     }
+    path.push_str(if with_value { ":value]" } else { "]" });
+    path
+}
+
+/// Path segments are written for every leaf and member of every call, so their numbers are
+/// written by hand: `format!` took about a third of building an event's fields.
+fn push_decimal(path: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    path.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+/// Eight lowercase hex digits.
+fn push_hex32(path: &mut String, h: u32) {
+    let mut hex = [0u8; 8];
+    crate::text::hex_digits(&h.to_be_bytes(), &mut hex);
+    path.extend(hex.iter().map(|&d| char::from(d)));
 }
 
 /// The start of a value as read right after its member's name: a string's head, a number, or
@@ -385,9 +415,14 @@ const MAX_ARGV_ITEMS: usize = 64;
 /// has no such list of two or more items.
 pub fn argv_lines(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    // Cheap screen: an opening bracket right before a quote, as every such list has.
-    let opener = |w: &[u8]| matches!(w, [b'[' | b'(', b'\'' | b'"']);
-    if !b.windows(2).any(opener) && !b.windows(3).any(|w| opener(&[w[0], w[2]]) && w[1] == b' ') {
+    // Cheap screen: an opening bracket right before a quote, or one blank before it, as
+    // every such list has. Brackets are rare in most text, so this reads little of it.
+    let opens_list = |at: usize| match b.get(at + 1) {
+        Some(b'\'' | b'"') => true,
+        Some(b' ') => matches!(b.get(at + 2), Some(b'\'' | b'"')),
+        _ => false,
+    };
+    if !memchr::memchr2_iter(b'[', b'(', b).any(opens_list) {
         return None;
     }
     let mut lines: Vec<String> = Vec::new();
@@ -522,7 +557,9 @@ fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Co
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let len = path.len();
-                path.push_str(&format!("[{i}]"));
+                path.push('[');
+                push_decimal(path, i);
+                path.push(']');
                 walk_leaves(item, path, f);
                 path.truncate(len);
             }
@@ -533,7 +570,11 @@ fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Co
                 if map.len() <= MEMBER_VIEWS_MAX && token_like(k) {
                     // A name that may be a secret is not written into the paths of what lies
                     // under it: those paths reach the decision and its log.
-                    path.push_str(&format!("[#{i}:{:08x}]", name_hash(k)));
+                    path.push_str("[#");
+                    push_decimal(path, i);
+                    path.push(':');
+                    push_hex32(path, name_hash(k));
+                    path.push(']');
                 } else {
                     push_key(path, k);
                 }
@@ -548,7 +589,7 @@ fn walk_leaves<'a>(v: &'a Value, path: &mut String, f: &mut dyn FnMut(String, Co
                 {
                     f(
                         member_path(path, map.len(), i, k, true),
-                        Cow::Owned(format!("{k}{head}")),
+                        Cow::Owned([k.as_str(), head.as_str()].concat()),
                         Part::NameAndValue { name_len: k.len() },
                     );
                 }

@@ -50,11 +50,19 @@ static SQL_WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
         .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-        .build([
-            "select", "delete", "insert", "drop", "truncate", "alter", "join", "update",
-        ])
+        .build(SQL_WORD_LIST)
         .expect("sql words")
 });
+const SQL_WORD_LIST: [&str; 8] = [
+    "select", "delete", "insert", "drop", "truncate", "alter", "join", "update",
+];
+/// Whether a text holds one of SQL_WORDS at all: most arguments hold none, and the
+/// automaton reads every byte of them.
+static SQL_SCREEN: LazyLock<crate::text::AnyWord> =
+    LazyLock::new(|| crate::text::AnyWord::new(&SQL_WORD_LIST));
+/// `://`, searched for in every argument.
+static SCHEME_SEP: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new("://"));
 /// `drop`'s index in SQL_WORDS.
 const SQL_WORD_DROP: usize = 3;
 
@@ -93,6 +101,8 @@ pub fn warm_up() {
     LazyLock::force(&SQL_OBJECT);
     LazyLock::force(&DROPDB);
     LazyLock::force(&SQL_WORDS);
+    LazyLock::force(&SQL_SCREEN);
+    LazyLock::force(&SCHEME_SEP);
 }
 
 pub fn impact(level: RiskLevel) -> &'static str {
@@ -198,7 +208,7 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         // slash), keeping the rest as context for `\b` and `^`.
         let bytes = text.as_bytes();
         let mut url_ranges = Vec::new();
-        let schemes = &mut memchr::memmem::find_iter(bytes, b"://");
+        let schemes = &mut SCHEME_SEP.find_iter(bytes);
         for run in runs_around(bytes, schemes, is_url_byte, 0) {
             for m in URL.find_iter(Input::new(text).range(run)) {
                 url_ranges.push(m.range());
@@ -236,6 +246,9 @@ pub fn resources(fields: &[Field<'_>], spans: &[RedactionSpan]) -> Vec<String> {
         // the next verb past the last match. An anchored search at every verb would read
         // `select … from`'s unbounded gap again from each `select`: quadratic in a text of
         // `select`s with no `from`, and this runs outside the scan budget.
+        if !SQL_SCREEN.in_text_any_case(bytes) {
+            continue;
+        }
         let mut caps = SQL_OBJECT.create_captures();
         let mut searched_to = 0;
         let mut sql_left = true;

@@ -1,5 +1,5 @@
 //! Small text helpers shared across the crate: bounded prefixes, lowercase hex ids, the
-//! runs of text a pattern can match in.
+//! runs of text a pattern can match in, a screen for a few words.
 
 use std::ops::Range;
 
@@ -128,9 +128,57 @@ pub fn decode_base64_prefix(run: &[u8]) -> (Vec<u8>, usize) {
     (out, run.len())
 }
 
+/// Whether any of a few words occurs in a text: a screen to run before a search that starts
+/// at those words. An automaton walks its table a byte at a time (about 2 ns a byte
+/// here, whatever the words); the SIMD searcher reads a kilobyte of ordinary text in about a
+/// tenth of that time, so text without the words pays little.
+pub struct AnyWord {
+    simd: Option<aho_corasick::packed::Searcher>,
+    automaton: Option<aho_corasick::AhoCorasick>,
+}
+
+impl AnyWord {
+    pub fn new(words: &[&str]) -> AnyWord {
+        AnyWord::with(words, true)
+    }
+
+    /// `simd: false` builds the automaton, as on a CPU without a SIMD searcher.
+    fn with(words: &[&str], simd: bool) -> AnyWord {
+        let simd = if simd {
+            aho_corasick::packed::Searcher::new(words.iter().copied())
+        } else {
+            None
+        };
+        // Only where the CPU has no SIMD searcher.
+        let automaton = match simd {
+            Some(_) => None,
+            None => aho_corasick::AhoCorasick::new(words).ok(),
+        };
+        AnyWord { simd, automaton }
+    }
+
+    /// True also when neither searcher could be built: the caller then runs its own search.
+    pub fn in_text(&self, b: &[u8]) -> bool {
+        match (&self.simd, &self.automaton) {
+            (Some(s), _) => s.find(b).is_some(),
+            (None, Some(a)) => a.is_match(b),
+            (None, None) => true,
+        }
+    }
+
+    /// As `in_text`, with ASCII case ignored (the words are lowercase).
+    pub fn in_text_any_case(&self, b: &[u8]) -> bool {
+        if b.iter().any(u8::is_ascii_uppercase) {
+            self.in_text(&b.to_ascii_lowercase())
+        } else {
+            self.in_text(b)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::head;
+    use super::{AnyWord, head};
 
     #[test]
     fn head_cuts_on_a_char_boundary() {
@@ -139,5 +187,20 @@ mod tests {
         // `é` is two bytes: cutting inside it backs off to before it.
         assert_eq!(head("aé", 2), "a");
         assert_eq!(head("", 0), "");
+    }
+
+    #[test]
+    fn a_word_is_found_in_any_case_and_anywhere_by_either_searcher() {
+        let words = ["drop", "delete", "select"];
+        for simd in [true, false] {
+            let w = AnyWord::with(&words, simd);
+            for yes in ["drop", "x DROP TABLE t", "sElEcT 1", "-- then delete"] {
+                assert!(w.in_text_any_case(yes.as_bytes()), "{yes} ({simd})");
+            }
+            assert!(!w.in_text(b"DROP TABLE t"), "in_text is case-sensitive");
+            for no in ["", "dro", "cargo test --package billing", "DR0P"] {
+                assert!(!w.in_text_any_case(no.as_bytes()), "{no} ({simd})");
+            }
+        }
     }
 }

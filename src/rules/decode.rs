@@ -64,6 +64,18 @@ const fn triggers(commands: bool) -> [bool; 256] {
 static TEXT_TRIGGERS: [bool; 256] = triggers(false);
 static COMMAND_TRIGGERS: [bool; 256] = triggers(true);
 
+/// Builds the decoders' searchers now, so the first call after start-up does not pay for
+/// them inside its scan budget.
+pub fn warm_up() {
+    LazyLock::force(&BASE64_SCREEN);
+    LazyLock::force(&BASE64_NAMES);
+    LazyLock::force(&SHELL_STRING_NAMES);
+    LazyLock::force(&SQL_VERB_SCREEN);
+    LazyLock::force(&BLOCK_OPEN);
+    LazyLock::force(&BLOCK_CLOSE);
+    LazyLock::force(&LINE_OPEN);
+}
+
 /// One decoding pass: its output and the pieces of it that differ from its input.
 #[derive(Debug, Clone)]
 struct Pass {
@@ -543,9 +555,12 @@ fn unquoted(b: &[u8], r: Range<usize>) -> &[u8] {
 static BASE64_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::builder()
         .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-        .build(["base64", "b64decode", "atob", "FromBase64String"])
+        .build(BASE64_WORDS)
         .ok()
 });
+const BASE64_WORDS: [&str; 4] = ["base64", "b64decode", "atob", "FromBase64String"];
+static BASE64_SCREEN: LazyLock<crate::text::AnyWord> =
+    LazyLock::new(|| crate::text::AnyWord::new(&BASE64_WORDS));
 
 /// `echo X | base64 -d`, `base64 --decode <<< X` and `b64decode('X')`, `atob('X')`,
 /// `FromBase64String('X')`: the payload a shell or interpreter runs once decoded. The
@@ -553,6 +568,9 @@ static BASE64_NAMES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new
 /// passed to reads the command itself.
 fn base64_payloads(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
+    if !BASE64_SCREEN.in_text(b) {
+        return None;
+    }
     let needles = BASE64_NAMES.as_ref()?;
     let mut found: Vec<(Range<usize>, String)> = Vec::new();
     for m in needles.find_overlapping_iter(b) {
@@ -741,6 +759,8 @@ fn has_shell_syntax(s: &[u8]) -> bool {
 /// wrong guess would hide the code after it.
 fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
+    // Every string read here is a quoted literal.
+    memchr::memchr3(b'\'', b'"', b'`', b)?;
     let names = SHELL_STRING_NAMES.as_ref()?;
     let mut out = Builder::new(text);
     let mut room = MAX_GROWTH;
@@ -1783,15 +1803,9 @@ const SQL_KEYWORDS: &[&str] = &[
 const MAX_SQL_KEYWORD: usize = 10;
 
 /// Statement verbs: a text without one is not SQL, and its `--` is a flag, not a comment.
-static SQL_VERBS: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-        .build([
-            "drop", "delete", "truncate", "update", "alter", "insert", "select", "create",
-        ])
-        .ok()
-});
+const SQL_VERBS: [&str; 8] = [
+    "drop", "delete", "truncate", "update", "alter", "insert", "select", "create",
+];
 
 /// The comment delimiters, each searcher built once (building one per call cost more than
 /// the search on short arguments).
@@ -1799,8 +1813,11 @@ static BLOCK_OPEN: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::
 static BLOCK_CLOSE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("*/"));
 static LINE_OPEN: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("--"));
 
+static SQL_VERB_SCREEN: LazyLock<crate::text::AnyWord> =
+    LazyLock::new(|| crate::text::AnyWord::new(&SQL_VERBS));
+
 fn has_sql_verb(text: &str) -> bool {
-    SQL_VERBS.as_ref().is_some_and(|ac| ac.is_match(text))
+    SQL_VERB_SCREEN.in_text_any_case(text.as_bytes())
 }
 
 /// The word characters that end `s`.
