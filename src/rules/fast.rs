@@ -220,6 +220,9 @@ pub struct FastRuleSet {
     /// Per scope (`scope_index`): patterns whose rule reads that event and field kind, so a
     /// field only looks at the patterns that could apply to it.
     scope_members: Vec<Vec<u32>>,
+    /// Pattern → its rule, in a table of its own: working out a field's scope reads it for
+    /// every member, and the patterns themselves are large.
+    rule_of: Vec<u32>,
     /// Per scope: the members that search whole fields rather than around anchors or digits
     /// (no literal to anchor on, or scoped to secret-named keys).
     scope_whole: Vec<Vec<u32>>,
@@ -240,23 +243,43 @@ pub struct FastRuleSet {
 /// warmed set stayed in memory unused (about 5 MiB for the default pack). Here the warmed
 /// set goes to whichever thread scans first, and there are only as many sets as scans
 /// that ever ran at once (up to `MAX_KEPT_SETS`).
+///
+/// A set also carries the scan's window lists and lowercase buffer, so a scan reuses their
+/// capacity instead of allocating them again (a 1 KB command made about twenty allocations
+/// of them per scan).
 #[derive(Debug, Default)]
-struct CachePool(Mutex<Vec<Vec<Option<Cache>>>>);
+struct CachePool(Mutex<Vec<ScanSet>>);
+
+/// What one scan takes from the pool and gives back.
+#[derive(Debug, Default)]
+struct ScanSet {
+    caches: Vec<Option<Cache>>,
+    windows: Windows,
+    lowered: Vec<u8>,
+}
+
+/// Capacity a set keeps between scans: a huge input's buffers are not held on to.
+const KEPT_WINDOWS: usize = 64;
+const KEPT_LOWERED: usize = 64 * 1024;
 
 /// Sets kept for reuse; a burst of concurrent scans past it builds sets that are dropped.
 const MAX_KEPT_SETS: usize = 32;
 
 impl CachePool {
-    fn sets(&self) -> MutexGuard<'_, Vec<Vec<Option<Cache>>>> {
+    fn sets(&self) -> MutexGuard<'_, Vec<ScanSet>> {
         // A panic while the lock was held leaves only caches behind, which stay valid.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lend(&self, patterns: usize) -> Lent<'_> {
-        let set = self
-            .sets()
-            .pop()
-            .unwrap_or_else(|| std::iter::repeat_with(|| None).take(patterns).collect());
+        let set = self.sets().pop().unwrap_or_else(|| ScanSet {
+            caches: std::iter::repeat_with(|| None).take(patterns).collect(),
+            windows: Windows {
+                of: vec![Vec::new(); patterns],
+                touched: Vec::new(),
+            },
+            lowered: Vec::new(),
+        });
         Lent { pool: self, set }
     }
 }
@@ -265,14 +288,27 @@ impl CachePool {
 #[derive(Debug)]
 struct Lent<'p> {
     pool: &'p CachePool,
-    set: Vec<Option<Cache>>,
+    set: ScanSet,
 }
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
+        let mut set = std::mem::take(&mut self.set);
+        set.windows.clear();
+        for ws in &mut set.windows.of {
+            if ws.capacity() > KEPT_WINDOWS {
+                *ws = Vec::new();
+            }
+        }
+        if set.windows.touched.capacity() > KEPT_WINDOWS {
+            set.windows.touched = Vec::new();
+        }
+        if set.lowered.capacity() > KEPT_LOWERED {
+            set.lowered = Vec::new();
+        }
         let mut sets = self.pool.sets();
         if sets.len() < MAX_KEPT_SETS {
-            sets.push(std::mem::take(&mut self.set));
+            sets.push(set);
         }
     }
 }
@@ -385,6 +421,7 @@ impl FastRuleSet {
                 );
             }
         }
+        let rule_of = patterns.iter().map(|p| p.rule as u32).collect();
         let scope_whole = scope_members
             .iter()
             .map(|members| {
@@ -442,6 +479,7 @@ impl FastRuleSet {
             scopes,
             digit_patterns,
             scope_members,
+            rule_of,
             scope_whole,
             min_digit_run,
             warm_text,
@@ -503,17 +541,15 @@ impl FastRuleSet {
             }
         }
 
+        let mut lent = self.caches.lend(self.patterns.len());
         let mut scratch = Scratch {
             in_scope: vec![false; self.patterns.len()],
             sensitive_key: false,
-            lowered: Vec::new(),
-            windows: Windows {
-                of: vec![Vec::new(); self.patterns.len()],
-                touched: Vec::new(),
-            },
+            lowered: std::mem::take(&mut lent.set.lowered),
+            windows: std::mem::take(&mut lent.set.windows),
             record: false,
             hits: Vec::new(),
-            caches: self.caches.lend(self.patterns.len()),
+            caches: lent,
         };
         let mut scope_of: Option<(FieldKind, Option<&str>)> = None;
         let mut any = false;
@@ -532,9 +568,12 @@ impl FastRuleSet {
                 scope_of = Some((field.kind, field.role));
                 any = false;
                 scratch.in_scope.iter_mut().for_each(|x| *x = false);
+                // Members read this field kind already (`field_in_kind`); only a message's
+                // role is left to check.
+                let role = field.role.is_some();
                 for &pi in &self.scope_members[scope_index(event.kind, field.kind)] {
-                    let p = &self.patterns[pi as usize];
-                    let on = active[p.rule] && self.rules[p.rule].field_in_scope(field);
+                    let rule = self.rule_of[pi as usize] as usize;
+                    let on = active[rule] && (!role || self.rules[rule].field_in_scope(field));
                     scratch.in_scope[pi as usize] = on;
                     any |= on;
                 }
@@ -590,6 +629,16 @@ impl FastRuleSet {
                 break;
             }
         }
+        // The buffers go back with the caches, for the next scan.
+        let Scratch {
+            windows,
+            lowered,
+            mut caches,
+            ..
+        } = scratch;
+        caches.set.windows = windows;
+        caches.set.lowered = lowered;
+        drop(caches);
         // Windows overlap: the same match may be reported twice.
         out.matches
             .sort_by_key(|m| (m.field, m.start, m.end, m.rule, m.pattern));
@@ -707,7 +756,7 @@ impl FastRuleSet {
             let windows = &scratch.windows.of[pi];
             // Only patterns that report a capture group need capture slots.
             let mut caps = (p.group != 0).then(|| p.regex.create_captures());
-            let cache = scratch.caches.set[pi].get_or_insert_with(|| p.regex.create_cache());
+            let cache = scratch.caches.set.caches[pi].get_or_insert_with(|| p.regex.create_cache());
             // Windows are sorted and disjoint; a match is reported once even if a re-search
             // past a window's end covers the next window too.
             let mut searched_to = 0;
@@ -805,7 +854,7 @@ impl FastRuleSet {
         let len = text.len();
         // One leftmost-longest pass over lowercased text, restarting one byte after each hit
         // so anchors that overlap a hit are still seen.
-        let lowered = text.bytes().any(|b| b.is_ascii_uppercase());
+        let lowered = crate::text::has_ascii_uppercase(text.as_bytes());
         let mut buf = std::mem::take(&mut scratch.lowered);
         let hay: &[u8] = if lowered {
             buf.clear();
@@ -1082,6 +1131,7 @@ struct Scratch<'s> {
 }
 
 /// Search windows in the current text.
+#[derive(Debug, Default)]
 struct Windows {
     /// Per pattern: byte ranges, merged when they touch.
     of: Vec<Vec<(usize, usize)>>,
@@ -1186,12 +1236,13 @@ fn is_sensitive_leaf(f: &Field<'_>) -> bool {
         .rsplit(['.', '\'', '$'])
         .find(|s| !s.is_empty() && !s.starts_with('['))
         .unwrap_or("");
-    let norm: String = key
-        .chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    SENSITIVE_KEYS.contains(&norm.as_str())
+    // Compared as lowercase without `_` and `-`, with no copy made: every argument leaf asks.
+    let folded = || {
+        key.bytes()
+            .filter(|&c| c != b'_' && c != b'-')
+            .map(|c| c.to_ascii_lowercase())
+    };
+    SENSITIVE_KEYS.iter().any(|k| k.bytes().eq(folded()))
 }
 
 /// Tool allow/deny lists and plan limits.
@@ -1353,7 +1404,7 @@ mod tests {
         let warmed = |set: &FastRuleSet| {
             let sets = set.caches.sets();
             assert_eq!(sets.len(), 1, "compiling warms exactly one set");
-            sets[0].iter().filter(|c| c.is_some()).count()
+            sets[0].caches.iter().filter(|c| c.is_some()).count()
         };
         let before = warmed(set);
         assert!(before > set.patterns.len() / 2, "{before} caches warmed");
