@@ -272,14 +272,18 @@ impl CachePool {
     }
 
     fn lend(&self, patterns: usize) -> Lent<'_> {
-        let set = self.sets().pop().unwrap_or_else(|| ScanSet {
+        let mut set = self.sets().pop().unwrap_or_else(|| ScanSet {
             caches: std::iter::repeat_with(|| None).take(patterns).collect(),
-            windows: Windows {
+            ..ScanSet::default()
+        });
+        // A scan that panicked gave the set back without its windows (the scan holds them
+        // while it runs): they are made again rather than indexed out of bounds.
+        if set.windows.of.len() != patterns {
+            set.windows = Windows {
                 of: vec![Vec::new(); patterns],
                 touched: Vec::new(),
-            },
-            lowered: Vec::new(),
-        });
+            };
+        }
         Lent { pool: self, set }
     }
 }
@@ -1420,6 +1424,26 @@ mod tests {
             });
         });
         assert_eq!(warmed(set), before, "the scan used the warmed set");
+    }
+
+    /// A scan that panics gives its cache set back without the window lists it held; the
+    /// next scan that takes the set still works.
+    #[test]
+    fn a_set_given_back_by_a_panicked_scan_still_serves() {
+        let policy = crate::policy::default_policy(None).unwrap();
+        let set = &policy.rules;
+        {
+            // What unwinding out of `scan` leaves: the windows taken, the set returned.
+            let mut lent = set.caches.lend(set.patterns.len());
+            let _held = std::mem::take(&mut lent.set.windows);
+        }
+        let mut e = Event::new(EventKind::ToolCallStart, Default::default());
+        e.tool_name = "shell.exec".into();
+        e.arguments = Some(serde_json::json!({"command": "rm -rf /tmp/build"}));
+        let fields = e.fields();
+        let mut out = ScanOutcome::default();
+        set.scan(&e, &fields, &mut Budget::unlimited(), &mut out);
+        assert!(!out.matches.is_empty());
     }
 
     fn field_match(start: usize, end: usize) -> FieldMatch {
