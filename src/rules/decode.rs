@@ -998,8 +998,12 @@ fn program_string(b: &[u8], name: usize, name_end: usize, gave_up: &Cell<bool>) 
     let word = loop {
         read += 1;
         if read > MAX_SHELL_OPTIONS {
-            // Still among options: what they lead to is not read.
-            gave_up.set(true);
+            // Still among options: what they lead to is not read, when it can be a string
+            // (only a single-quoted word is read here; with no quote after, nothing is
+            // unread, which is also what lets `shell_strings` pass over quote-free text).
+            if memchr::memchr(b'\'', &b[end..]).is_some() {
+                gave_up.set(true);
+            }
             return None;
         }
         let w = word_after(b, end)?;

@@ -201,8 +201,15 @@ enum Finder {
 /// 64 KB tool output, 57 long anchors in one group and 7 short ones in another took 16 µs
 /// against 28 µs for the same 64 in two groups of 32 (2026-11-22).
 const GROUP_SIZE: usize = 64;
-/// Texts up to this long are searched with the single DFA over all anchors.
-const SHORT_TEXT: usize = 4096;
+/// Texts up to this long are searched with the single DFA over all anchors. The DFA reads
+/// about 2 ns a byte whatever the text; the SIMD searchers read much faster where anchors
+/// are rare but stop at every candidate. Commands and code hold the command rules' words
+/// everywhere, so there the DFA wins up to a few KB (the 1 KB shell command of the RPC bench:
+/// 12.5 µs with it, 15.1 µs with the SIMD searchers from 256 bytes); results, prompts and
+/// chunks rarely hold an anchor, so there the SIMD searchers win from a few hundred bytes
+/// (the RPC bench's 1 KB JSON result: 10.0 µs with the DFA, 8.0 µs with them).
+const SHORT_COMMAND_TEXT: usize = 4096;
+const SHORT_TEXT: usize = 256;
 
 fn scope_index(event: EventKind, field: FieldKind) -> usize {
     event as usize * FieldKind::ALL.len() + field as usize
@@ -258,7 +265,9 @@ struct ScanSet {
     lowered: Vec<u8>,
 }
 
-/// Capacity a set keeps between scans: a huge input's buffers are not held on to.
+/// Capacity a set keeps between scans: a huge input's buffers are not held on to. At most
+/// 64 windows (16 bytes each) per pattern and 64 KiB of buffer: about 180 KiB a set with the
+/// default pack's 117 patterns, beside several MiB of regex caches.
 const KEPT_WINDOWS: usize = 64;
 const KEPT_LOWERED: usize = 64 * 1024;
 
@@ -605,6 +614,14 @@ impl FastRuleSet {
                     base: start,
                     scope: self.scopes[si].as_deref(),
                     whole: &self.scope_whole[si],
+                    short_text: if matches!(
+                        field.kind,
+                        FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
+                    ) {
+                        SHORT_COMMAND_TEXT
+                    } else {
+                        SHORT_TEXT
+                    },
                 };
                 self.scan_window(window, &text[start..end], decoders, &mut scratch, out);
                 if out.unscanned.is_some() {
@@ -666,7 +683,7 @@ impl FastRuleSet {
         scratch.windows.clear();
         scratch.hits.clear();
         scratch.record = view.is_some();
-        self.locate_anchors(text, 0, text.len(), window.scope, scratch);
+        self.locate_anchors(text, 0, text.len(), window, scratch);
         scratch.record = false;
         self.locate_unanchored(text, 0, scratch, window.whole);
         self.confirm(window, text, &identity, scratch, out);
@@ -691,13 +708,7 @@ impl FastRuleSet {
         let regions = view.regions(VIEW_CONTEXT);
         if let Some(set) = window.scope {
             for r in view.regions(set.longest) {
-                self.locate_anchors(
-                    &vtext[r.clone()],
-                    r.start,
-                    vtext.len(),
-                    window.scope,
-                    scratch,
-                );
+                self.locate_anchors(&vtext[r.clone()], r.start, vtext.len(), window, scratch);
             }
             let hits = std::mem::take(&mut scratch.hits);
             for &(s, e, pats) in &hits {
@@ -849,10 +860,10 @@ impl FastRuleSet {
         text: &str,
         offset: usize,
         end: usize,
-        scope: Option<&'s AnchorSet>,
+        window: Window<'s>,
         scratch: &mut Scratch<'s>,
     ) {
-        let Some(set) = scope else {
+        let Some(set) = window.scope else {
             return;
         };
         let len = text.len();
@@ -868,7 +879,7 @@ impl FastRuleSet {
         } else {
             text.as_bytes()
         };
-        let short = hay.len() <= SHORT_TEXT;
+        let short = hay.len() <= window.short_text;
         let groups: &[AnchorGroup] = if short {
             std::slice::from_ref(&set.whole)
         } else {
@@ -1118,6 +1129,8 @@ struct Window<'a> {
     base: usize,
     scope: Option<&'a AnchorSet>,
     whole: &'a [u32],
+    /// Texts up to this long are searched with the scope's single DFA.
+    short_text: usize,
 }
 
 struct Scratch<'s> {

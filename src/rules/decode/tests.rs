@@ -506,6 +506,8 @@ fn shell_string_limits_are_reported_not_passed_over() {
     // Options past the ones read before `-c`.
     let options = "-x ".repeat(MAX_SHELL_OPTIONS);
     assert!(gave_up(&format!("bash {options}-c 'a=rm; $a -rf /'")));
+    // With no quote after them, no string is left unread.
+    assert!(!gave_up(&format!("bash {options}-c echo hi")));
     assert!(!gave_up("bash -euo pipefail -x -c 'a=rm; $a -rf ./build'"));
     // More joined literals than are read.
     let empties = "'' ".repeat(MAX_JOINED);
