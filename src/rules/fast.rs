@@ -1427,13 +1427,7 @@ mod tests {
         assert!(before > set.patterns.len() / 2, "{before} caches warmed");
         std::thread::scope(|s| {
             s.spawn(|| {
-                let mut e = Event::new(EventKind::ToolCallStart, Default::default());
-                e.tool_name = "shell.exec".into();
-                e.arguments = Some(serde_json::json!({"command": "rm -rf /tmp/build"}));
-                let fields = e.fields();
-                let mut out = ScanOutcome::default();
-                set.scan(&e, &fields, &mut Budget::unlimited(), &mut out);
-                assert!(!out.matches.is_empty());
+                scans_a_recursive_delete(set);
             });
         });
         assert_eq!(warmed(set), before, "the scan used the warmed set");
@@ -1450,6 +1444,11 @@ mod tests {
             let mut lent = set.caches.lend(set.patterns.len());
             let _held = std::mem::take(&mut lent.set.windows);
         }
+        scans_a_recursive_delete(set);
+    }
+
+    /// Scans `rm -rf /tmp/build` and checks that a rule matched.
+    fn scans_a_recursive_delete(set: &FastRuleSet) {
         let mut e = Event::new(EventKind::ToolCallStart, Default::default());
         e.tool_name = "shell.exec".into();
         e.arguments = Some(serde_json::json!({"command": "rm -rf /tmp/build"}));
