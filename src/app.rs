@@ -802,6 +802,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Running> {
     let max_message = policy.max_message_bytes;
     crate::risk::warm_up();
     crate::rules::decode::warm_up();
+    crate::flow::values::warm_up();
     let tracing = Tracing::start(&opts.tracing)?;
     if tracing.enabled() {
         tracing::info!(endpoint = ?opts.tracing.endpoint, "exporting traces over OTLP");
