@@ -761,6 +761,10 @@ fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
     let b = text.as_bytes();
     // Every string read here is a quoted literal.
     memchr::memchr3(b'\'', b'"', b'`', b)?;
+    // Where the last single quote is, found once: each program name asks whether a
+    // single-quoted string can still follow it, and a search per name would read the rest
+    // of the text again from every one.
+    let last_single_quote = memchr::memrchr(b'\'', b);
     let names = SHELL_STRING_NAMES.as_ref()?;
     let mut out = Builder::new(text);
     let mut room = MAX_GROWTH;
@@ -770,7 +774,7 @@ fn shell_strings(text: &str, gave_up: &Cell<bool>) -> Option<Pass> {
         }
         let program = m.pattern().as_usize() >= SHELL_CALLS.len();
         let parts = if program {
-            program_string(b, m.start(), m.end(), gave_up).map(|l| vec![l])
+            program_string(b, m.start(), m.end(), last_single_quote, gave_up).map(|l| vec![l])
         } else {
             call_string(b, m.range(), gave_up)
         };
@@ -969,7 +973,14 @@ fn literal_at(b: &[u8], mut at: usize) -> Option<Literal> {
 
 /// The single-quoted string that `sh -c` (any flags holding `c`, as `-lc`) or `eval` at
 /// `name` runs. A double-quoted one is expanded by the shell pass already.
-fn program_string(b: &[u8], name: usize, name_end: usize, gave_up: &Cell<bool>) -> Option<Literal> {
+/// `last_single_quote` is where the text's last `'` is.
+fn program_string(
+    b: &[u8],
+    name: usize,
+    name_end: usize,
+    last_single_quote: Option<usize>,
+    gave_up: &Cell<bool>,
+) -> Option<Literal> {
     // The program is a command word: at the start, after a separator, or a path's last part
     // (`/bin/sh`); `\bash` runs bash too.
     let before = name.checked_sub(1).map(|p| b[p]);
@@ -1001,7 +1012,7 @@ fn program_string(b: &[u8], name: usize, name_end: usize, gave_up: &Cell<bool>) 
             // Still among options: what they lead to is not read, when it can be a string
             // (only a single-quoted word is read here; with no quote after, nothing is
             // unread, which is also what lets `shell_strings` pass over quote-free text).
-            if memchr::memchr(b'\'', &b[end..]).is_some() {
+            if last_single_quote.is_some_and(|q| q >= end) {
                 gave_up.set(true);
             }
             return None;

@@ -598,11 +598,17 @@ impl FastRuleSet {
             let text = field.text.as_ref();
             // A name glued to its value is read for secrets split between the two, not as a
             // command: the name and the value are each read as commands in their own fields.
+            let command_field = matches!(
+                field.kind,
+                FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
+            );
             let decoders = Decoders {
-                commands: matches!(
-                    field.kind,
-                    FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
-                ) && !matches!(field.part, Part::NameAndValue { .. }),
+                commands: command_field && !matches!(field.part, Part::NameAndValue { .. }),
+            };
+            let short_text = if command_field {
+                SHORT_COMMAND_TEXT
+            } else {
+                SHORT_TEXT
             };
             let first_match = out.matches.len();
             let mut start = 0;
@@ -614,14 +620,7 @@ impl FastRuleSet {
                     base: start,
                     scope: self.scopes[si].as_deref(),
                     whole: &self.scope_whole[si],
-                    short_text: if matches!(
-                        field.kind,
-                        FieldKind::Arguments | FieldKind::ArgumentsJoined | FieldKind::Plan
-                    ) {
-                        SHORT_COMMAND_TEXT
-                    } else {
-                        SHORT_TEXT
-                    },
+                    short_text,
                 };
                 self.scan_window(window, &text[start..end], decoders, &mut scratch, out);
                 if out.unscanned.is_some() {
