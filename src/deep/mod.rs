@@ -8,6 +8,7 @@ pub mod injection;
 pub mod llm;
 pub mod model;
 pub mod pool;
+pub mod readings;
 pub mod registry;
 
 use std::fmt;
