@@ -284,9 +284,22 @@ fn injection_model(c: &mut Criterion) {
     g.finish();
 }
 
+/// The search for encoded forms (rot13, Morse, escapes…) that both injection rules make on
+/// every text, on the same benign texts: none has a trace, so this is the pass alone.
+fn injection_readings(c: &mut Criterion) {
+    let mut g = c.benchmark_group("injection_readings");
+    for (name, text) in texts() {
+        g.throughput(criterion::Throughput::Bytes(text.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(toolgate::deep::readings::readings(black_box(&text))))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5));
-    targets = bench, injection_scan, injection_model
+    targets = bench, injection_scan, injection_model, injection_readings
 }
 criterion_main!(benches);
