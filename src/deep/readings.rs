@@ -9,7 +9,7 @@
 //! An attacker who plants every trace makes the model read the text at most `1 + 8` times,
 //! all linear, inside the rule's own time budget.
 
-use memchr::{memchr_iter, memmem};
+use memchr::{memchr_iter, memchr2, memmem};
 
 /// One other reading of a text, with the name of the encoding it undid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,42 +33,44 @@ const LEET_SHARE_PERCENT: usize = 20;
 /// A run of Morse symbols this long, with dots and dashes both, is read as Morse.
 const MIN_MORSE_RUN: usize = 16;
 
-/// Common English words in rot13 (`the` → `gur`) and written backwards (`the` → `eht`).
-const ROT13_MARKERS: &[&[u8]] = &[
-    b"gur",
-    b"naq",
-    b"lbh",
-    b"lbhe",
-    b"nyy",
-    b"guvf",
-    b"gb",
-    b"bs",
-    b"vf",
-    b"vtaber",
-    b"cyrnfr",
-    b"fraq",
-    b"vafgehpgvbaf",
-    b"cerivbhf",
-    b"sbejneq",
-    b"hfre",
+/// A word of two to four bytes as a number, ASCII letters lowercased, so marker words are
+/// found with one compare each.
+const fn code(w: &[u8]) -> u32 {
+    let mut v = 0u32;
+    let mut i = 0;
+    while i < w.len() {
+        v = (v << 8) | (w[i] | 0x20) as u32;
+        i += 1;
+    }
+    v
+}
+
+/// Common short English words in rot13 (`the` → `gur`) and written backwards (`the` → `eht`).
+/// Short words are the most frequent in any English sentence, and as numbers they cost a
+/// compare each: this pass reads every word of every tool result.
+const ROT13_MARKERS: [u32; 10] = [
+    code(b"gur"),
+    code(b"naq"),
+    code(b"lbh"),
+    code(b"nyy"),
+    code(b"gb"),
+    code(b"bs"),
+    code(b"vf"),
+    code(b"lbhe"),
+    code(b"guvf"),
+    code(b"fraq"),
 ];
-const REVERSED_MARKERS: &[&[u8]] = &[
-    b"eht",
-    b"dna",
-    b"uoy",
-    b"ruoy",
-    b"lla",
-    b"siht",
-    b"ot",
-    b"fo",
-    b"si",
-    b"erongi",
-    b"esaelp",
-    b"dnes",
-    b"snoitcurtsni",
-    b"suoiverp",
-    b"drawrof",
-    b"resu",
+const REVERSED_MARKERS: [u32; 10] = [
+    code(b"eht"),
+    code(b"dna"),
+    code(b"uoy"),
+    code(b"lla"),
+    code(b"ot"),
+    code(b"fo"),
+    code(b"si"),
+    code(b"ruoy"),
+    code(b"siht"),
+    code(b"dnes"),
 ];
 
 /// What one pass over the text found.
@@ -116,23 +118,47 @@ pub fn readings(text: &str) -> Vec<Reading> {
     out
 }
 
+/// Byte classes for the pass: 1 for an ASCII letter, 2 for a digit, 0 for anything else.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() {
+            1
+        } else if b.is_ascii_digit() {
+            2
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
+
 fn traces(text: &str) -> Traces {
     let b = text.as_bytes();
     let mut t = Traces::default();
     let mut run = 0usize;
     let mut i = 0;
     while i < b.len() {
-        if !b[i].is_ascii_alphanumeric() {
+        if CLASS[usize::from(b[i])] == 0 {
             i += 1;
             continue;
         }
         let start = i;
-        while i < b.len() && b[i].is_ascii_alphanumeric() {
+        let mut digits = 0;
+        while i < b.len() {
+            match CLASS[usize::from(b[i])] {
+                0 => break,
+                2 => digits += 1,
+                _ => {}
+            }
             i += 1;
         }
         let word = &b[start..i];
         t.words += 1;
-        if word.len() == 1 && word[0].is_ascii_alphabetic() {
+        if word.len() == 1 && digits == 0 {
             // A letter counts towards a run when one to three spaces part it from the next.
             let gap = b[i..].iter().take_while(|&&c| c == b' ').count();
             run += 1;
@@ -143,21 +169,21 @@ fn traces(text: &str) -> Traces {
         } else {
             run = 0;
         }
-        if word.len() <= 12 {
-            let mut lower = [0u8; 12];
-            for (d, s) in lower.iter_mut().zip(word) {
-                *d = s.to_ascii_lowercase();
+        if (2..=4).contains(&word.len()) && digits == 0 {
+            let c = code(word);
+            t.rot13 += usize::from(ROT13_MARKERS.contains(&c));
+            t.reversed += usize::from(REVERSED_MARKERS.contains(&c));
+        }
+        if digits > 0 {
+            if word.len() - digits >= 2
+                && word.len() >= 3
+                && word.iter().any(|&c| leet_letter(c).is_some())
+            {
+                t.leet += 1;
             }
-            let w = &lower[..word.len()];
-            t.rot13 += usize::from(ROT13_MARKERS.contains(&w));
-            t.reversed += usize::from(REVERSED_MARKERS.contains(&w));
-        }
-        let letters = word.iter().filter(|c| c.is_ascii_alphabetic()).count();
-        if letters >= 2 && word.len() >= 3 && word.iter().any(|&c| leet_letter(c).is_some()) {
-            t.leet += 1;
-        }
-        if (7..=8).contains(&word.len()) && word.iter().all(|&c| c == b'0' || c == b'1') {
-            t.binary += 1;
+            if (7..=8).contains(&word.len()) && word.iter().all(|&c| c == b'0' || c == b'1') {
+                t.binary += 1;
+            }
         }
     }
     t
@@ -426,12 +452,13 @@ fn unmorse(text: &str) -> Option<String> {
     let mut out = String::new();
     let mut copied = 0;
     let mut i = 0;
-    while i < b.len() {
-        if !is_morse_byte(b[i]) {
-            i += 1;
-            continue;
+    // Every run has a dot or a dash: jump from one to the next, and widen each to its run.
+    while let Some(at) = memchr2(b'.', b'-', &b[i..]) {
+        let mut start = i + at;
+        while start > i && is_morse_byte(b[start - 1]) {
+            start -= 1;
         }
-        let start = i;
+        i += at;
         while i < b.len() && is_morse_byte(b[i]) {
             i += 1;
         }
