@@ -203,7 +203,7 @@ fn leet_letter(c: u8) -> Option<u8> {
     })
 }
 
-fn rot13(text: &str) -> String {
+pub(crate) fn rot13(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             'a'..='z' => (((c as u8 - b'a') + 13) % 26 + b'a') as char,
