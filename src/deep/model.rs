@@ -32,6 +32,10 @@ const DEFAULT_MIN_WORDS: usize = 8;
 /// is a quarter of theirs: at most about 40 µs on the deciding thread, the rest on the pool.
 const INLINE_MAX_BYTES: usize = 4 * 1024;
 
+/// How far above the text as written a decoded reading must score (in logits: odds about
+/// 2.7 times higher) to count.
+const READING_MARGIN: f32 = 1.0;
+
 const MAGIC: &[u8; 4] = b"TGNM";
 const HEADER_BYTES: usize = 44;
 const CHAR_N: usize = 4;
@@ -273,12 +277,14 @@ fn without_redaction_marks(text: &str) -> Cow<'_, str> {
     while let Some(at) = rest.find(MARK) {
         out.push_str(&rest[..at]);
         let after = &rest[at + MARK.len()..];
-        // A kind is a short snake_case name; anything else is left as it was.
-        match after.find(']').filter(|&end| {
-            end <= 64
-                && after[..end]
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        // A kind is a short name of letters, digits, `_` and `-` (a custom rule's kind is its
+        // id); anything else is left as it was. Only a kind's length is searched for the `]`:
+        // searching the rest of the text per mark made a text of marks quadratic.
+        let head = &after.as_bytes()[..after.len().min(65)];
+        match head.iter().position(|&c| c == b']').filter(|&end| {
+            head[..end]
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
         }) {
             Some(end) => {
                 out.push(' ');
@@ -356,10 +362,14 @@ impl InjectionModel {
         };
         // The text as written, then each decoded reading of it (rot13, Morse, escapes…): the
         // agent's model reads those as easily as plain words.
-        let (mut logit, mut read_as) = (score(text), None);
+        // A reading decodes in place, so where little was encoded it is nearly the text
+        // itself; the best of near-copies would be a second try at a false positive. A
+        // reading counts only when it scores clearly above the text as written.
+        let plain = score(text);
+        let (mut logit, mut read_as) = (plain, None);
         for reading in readings::readings(text) {
             let l = score(&reading.text);
-            if l > logit {
+            if l > logit && l > plain + READING_MARGIN {
                 (logit, read_as) = (l, Some(reading.encoding));
             }
         }
@@ -557,6 +567,11 @@ mod tests {
         assert_eq!(
             without_redaction_marks("a=[REDACTED:secret_assignment]&b [REDACTED:x] c"),
             "a= &b   c"
+        );
+        // A custom rule's kind is its id, which may have dashes.
+        assert_eq!(
+            without_redaction_marks("id [REDACTED:employee-ids] ok"),
+            "id   ok"
         );
         // Not a mark: kept as written.
         assert_eq!(
