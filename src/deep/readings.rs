@@ -10,9 +10,13 @@
 //! like Morse), which costs a reading, not a verdict: a reading counts only where it reads
 //! clearly worse than the text itself (`injection-model`, `injection-heuristics`).
 //! An attacker who plants every trace makes the model read the text at most `1 + 8` times,
-//! all linear, inside the rule's own time budget.
+//! all linear, inside the rule's own time budget. Readings are decoded one at a time, as
+//! asked for. Escapes fold what they decode as the fast scan does (NFKC), so a reading of
+//! references to wide compatibility characters can be a few times its text.
 
 use memchr::{memchr_iter, memchr2, memmem};
+
+use crate::rules::decode;
 
 /// One other reading of a text, with the name of the encoding it undid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,38 +81,45 @@ struct Traces {
     longest_spaced_run: usize,
 }
 
-/// Every other reading of `text` whose trace is in it, at most one per encoding.
-pub fn readings(text: &str) -> Vec<Reading> {
+/// A decoder: the reading of a text, or `None` when it finds nothing to decode.
+type Decoder = fn(&str) -> Option<String>;
+
+/// Every other reading of `text` whose trace is in it, at most one per encoding. Each is
+/// decoded when asked for, so a reader that stops at the first one that tells does no more,
+/// and only one reading is held at a time.
+pub fn readings(text: &str) -> impl Iterator<Item = Reading> + '_ {
     let t = traces(text);
-    let mut out = Vec::new();
-    let mut add = |encoding: &'static str, decoded: Option<String>| {
-        if let Some(text) = decoded {
-            out.push(Reading { encoding, text });
-        }
-    };
-    if t.rot13 >= MIN_MARKERS {
-        add("rot13", Some(rot13(text)));
-    }
-    if t.reversed >= MIN_MARKERS {
-        add("reversed", Some(text.chars().rev().collect()));
-    }
-    if t.longest_spaced_run >= MIN_SPACED_RUN {
-        add("spaced letters", Some(unspace(text)));
-    }
-    if t.leet >= MIN_LEET && t.leet * 100 >= t.words * LEET_SHARE_PERCENT {
-        add("leetspeak", Some(unleet(text)));
-    }
-    if percent_escapes(text) >= MIN_ESCAPES {
-        add("percent escapes", Some(unpercent(text)));
-    }
-    if backslash_escapes(text) >= MIN_ESCAPES {
-        add("escapes", Some(unescape(text)));
-    }
-    if t.binary >= MIN_BINARY {
-        add("binary", Some(unbinary(text)));
-    }
-    add("morse", unmorse(text));
-    out
+    let planned: [(bool, &'static str, Decoder); 8] = [
+        (t.rot13 >= MIN_MARKERS, "rot13", |t| Some(rot13(t))),
+        (t.reversed >= MIN_MARKERS, "reversed", |t| {
+            Some(t.chars().rev().collect())
+        }),
+        (
+            t.longest_spaced_run >= MIN_SPACED_RUN,
+            "spaced letters",
+            |t| Some(unspace(t)),
+        ),
+        (
+            t.leet >= MIN_LEET && t.leet * 100 >= t.words * LEET_SHARE_PERCENT,
+            "leetspeak",
+            |t| Some(unleet(t)),
+        ),
+        (
+            percent_escapes(text) >= MIN_ESCAPES,
+            "percent escapes",
+            decode::percent_decoded,
+        ),
+        (backslash_escapes(text) >= MIN_ESCAPES, "escapes", unescape),
+        (t.binary >= MIN_BINARY, "binary", |t| Some(unbinary(t))),
+        // Its trace is its own search: a long enough run of dots and dashes.
+        (true, "morse", unmorse),
+    ];
+    planned
+        .into_iter()
+        .filter(|&(traced, _, _)| traced)
+        .filter_map(move |(_, encoding, decode)| {
+            decode(text).map(|text| Reading { encoding, text })
+        })
 }
 
 /// Byte classes for the pass: 1 for an ASCII letter, 2 for a digit, 0 for anything else.
@@ -289,15 +300,11 @@ fn unleet(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-fn hex(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
-}
-
 fn hex_at(b: &[u8], at: usize, n: usize) -> Option<u32> {
     let digits = b.get(at..at + n)?;
-    digits
-        .iter()
-        .try_fold(0u32, |acc, &c| Some(acc * 16 + u32::from(hex(c)?)))
+    digits.iter().try_fold(0u32, |acc, &c| {
+        Some(acc * 16 + u32::from(decode::hex_value(c)?))
+    })
 }
 
 fn percent_escapes(text: &str) -> usize {
@@ -305,25 +312,6 @@ fn percent_escapes(text: &str) -> usize {
     memchr_iter(b'%', b)
         .filter(|&at| hex_at(b, at + 1, 2).is_some())
         .count()
-}
-
-fn unpercent(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match (b[i], hex_at(b, i + 1, 2)) {
-            (b'%', Some(v)) => {
-                out.push(v as u8);
-                i += 3;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `\uXXXX` and `\xXX` escapes, and `&#` before a digit or an `x` (`&#NN;`, `&#xHH;`).
@@ -345,50 +333,11 @@ fn backslash_escapes(text: &str) -> usize {
     slashes + entities
 }
 
-fn unescape(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut copied = 0;
-    while i < b.len() {
-        let decoded = match (b[i], b.get(i + 1)) {
-            (b'\\', Some(b'u')) => hex_at(b, i + 2, 4).map(|v| (v, 6)),
-            (b'\\', Some(b'x')) => hex_at(b, i + 2, 2).map(|v| (v, 4)),
-            (b'&', Some(b'#')) => entity(&b[i..]),
-            _ => None,
-        };
-        match decoded {
-            Some((v, len)) => {
-                out.push_str(&text[copied..i]);
-                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
-                i += len;
-                copied = i;
-            }
-            None => i += 1,
-        }
-    }
-    // `copied` is only ever set just past an escape, which is ASCII, so it is a character
-    // boundary.
-    out.push_str(text.get(copied..).unwrap_or(""));
-    out
-}
-
-/// A numeric character reference at the start of `b`: its value and its length.
-fn entity(b: &[u8]) -> Option<(u32, usize)> {
-    let (radix, start) = match b.get(2) {
-        Some(b'x' | b'X') => (16, 3),
-        _ => (10, 2),
-    };
-    let digits = b[start..]
-        .iter()
-        .take(7)
-        .take_while(|c| (**c as char).is_digit(radix))
-        .count();
-    if digits == 0 || b.get(start + digits) != Some(&b';') {
-        return None;
-    }
-    let s = std::str::from_utf8(&b[start..start + digits]).ok()?;
-    Some((u32::from_str_radix(s, radix).ok()?, start + digits + 1))
+/// Backslash escapes, then character references, with the decoders the fast scan reads
+/// through (`rules::decode`).
+fn unescape(text: &str) -> Option<String> {
+    let unslashed = decode::escapes_decoded(text);
+    Some(decode::entities_decoded(&unslashed).unwrap_or(unslashed))
 }
 
 /// Groups of seven or eight binary digits turned into the bytes they spell.
@@ -589,7 +538,6 @@ mod tests {
 
     fn read_as(text: &str, encoding: &str) -> String {
         readings(text)
-            .into_iter()
             .find(|r| r.encoding == encoding)
             .unwrap_or_else(|| panic!("no {encoding} reading of {text:?}"))
             .text
@@ -653,7 +601,7 @@ mod tests {
             "I think a B grade is fair. See p. 4 of the notes, or ask me.",
             "Server 10.0.0.1 returned 200 OK after 12 ms; retry count 0 of 3.",
         ] {
-            assert_eq!(readings(text), Vec::new(), "{text}");
+            assert_eq!(readings(text).collect::<Vec<_>>(), Vec::new(), "{text}");
         }
     }
 

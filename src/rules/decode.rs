@@ -424,7 +424,7 @@ fn entity_at(b: &[u8]) -> Option<(usize, char)> {
 
 // --- percent-encoding ------------------------------------------------------------------------
 
-fn hex_value(c: u8) -> Option<u8> {
+pub(crate) fn hex_value(c: u8) -> Option<u8> {
     (c as char).to_digit(16).map(|d| d as u8)
 }
 
@@ -434,6 +434,22 @@ fn hex_pair(b: &[u8], at: usize) -> Option<u8> {
         return None;
     }
     Some(hex_value(*b.get(at + 1)?)? << 4 | hex_value(*b.get(at + 2)?)?)
+}
+
+/// The text with its `%XX` escapes decoded, as the scan reads it (`percent`), or `None` when
+/// none decodes: for readers that want the text, not the map back to its bytes.
+pub(crate) fn percent_decoded(text: &str) -> Option<String> {
+    percent(text, &Cell::new(false)).map(|p| p.text)
+}
+
+/// The text with its HTML character references decoded, as the scan reads it (`entities`).
+pub(crate) fn entities_decoded(text: &str) -> Option<String> {
+    entities(text, &Cell::new(false)).map(|p| p.text)
+}
+
+/// The text with its backslash escapes (`\x72`, `\u0072`, `\u{72}`, `\n`, octal) decoded.
+pub(crate) fn escapes_decoded(text: &str) -> String {
+    decode_escapes(text, false)
 }
 
 /// `%2e%2e%2f` and `%C3%A9`: runs of escapes that decode to UTF-8. Bytes that do not (`%ff`
