@@ -7,6 +7,7 @@ out-of-fold scores on dev, never from held-out or unseen rows.
     target/eval/venv/bin/python eval/injection/train.py [CORPUS_DIR] [OUT_FILE]
         # defaults: target/eval/injection, src/deep/injection_model.bin
     target/eval/venv/bin/python eval/injection/train.py --eval FILE.jsonl   # quick look
+    target/eval/venv/bin/python eval/injection/train.py --loso [CORPUS_DIR]  # never-seen estimate
 
 The venv needs numpy, scipy and scikit-learn. The features and the file format are read back
 by src/deep/model.rs; `features()` below and `Features` there must stay the same function
@@ -18,6 +19,7 @@ threshold logit for long windows and for short ones, then one i8 weight per buck
 weight is i8 * scale). A text's score is the larger of its best long window's logit less the
 long threshold and its best short window's logit less the short one.
 """
+import hashlib
 import json
 import math
 import os
@@ -150,6 +152,7 @@ class Doc:
     def __init__(self, row):
         self.label = 1 if row["label"] == "attack" else 0
         self.group = row["family"]
+        self.source = row["source"]
         self.text = row["text"]
         self.rows = window_rows(row["text"])
         self.X = matrix(self.rows)
@@ -232,6 +235,38 @@ def read(path):
     return q * scale, b, t, ts
 
 
+def source_folds(docs):
+    """Leave one attack source out: each fold tests one source's attacks, with a share of the
+    benign groups, on a model trained on the other sources. Template-grouped folds let a
+    source's other templates teach its style; these do not, so they estimate what a source the
+    project has never seen will meet."""
+    sources = sorted({d.source for d in docs if d.label == 1})
+    benign_groups = sorted({d.group for d in docs if d.label == 0},
+                           key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    fold_of = {g: j % len(sources) for j, g in enumerate(benign_groups)}
+    folds = []
+    for j, src in enumerate(sources):
+        test = [i for i, d in enumerate(docs)
+                if (d.source == src if d.label == 1 else fold_of[d.group] == j)]
+        held = set(test)
+        folds.append(([i for i in range(len(docs)) if i not in held], test))
+    return folds
+
+
+def report_by_source(docs, scores):
+    per = {}
+    for d, s in zip(docs, scores):
+        hit = per.setdefault((d.label, d.source), [0, 0])
+        hit[0] += int(s >= 0)
+        hit[1] += 1
+    rates = []
+    for (label, src), (k, n) in sorted(per.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        print(f"  {'attack' if label else 'benign'} {src:24} {k}/{n} = {k / n:.1%}")
+        if label:
+            rates.append(k / n)
+    print(f"  mean over attack sources: {sum(rates) / len(rates):.1%}")
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if "--eval" in sys.argv:
@@ -254,13 +289,18 @@ def main():
     labels = np.array([d.label for d in docs])
     groups = np.array([d.group for d in docs])
     oof = np.zeros((len(docs), 2))
-    for k, (tr, te) in enumerate(GroupKFold(n_splits=5).split(docs, labels, groups)):
+    loso = "--loso" in sys.argv
+    folds = source_folds(docs) if loso else list(GroupKFold(n_splits=5).split(docs, labels, groups))
+    for k, (tr, te) in enumerate(folds):
         w, b = fit([docs[i] for i in tr])
         q, scale = quantize(w)
         oof[te] = doc_scores([docs[i] for i in te], q.astype(np.float64) * scale, b)
-        print(f"fold {k + 1}/5 done", file=sys.stderr)
+        print(f"fold {k + 1}/{len(folds)} done", file=sys.stderr)
     t, ts = pick_thresholds(oof, labels)
-    report("dev out-of-fold", combined(oof, t, ts), labels)
+    report("dev out-of-fold" + (", each attack source left out" if loso else ""), combined(oof, t, ts), labels)
+    report_by_source(docs, combined(oof, t, ts))
+    if loso:
+        return
     report("dev out-of-fold, long windows only", oof[:, 0] - t, labels)
     w, b = fit(docs)
     q, scale = quantize(w)
