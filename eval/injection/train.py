@@ -8,6 +8,7 @@ out-of-fold scores on dev, never from held-out or unseen rows.
         # defaults: target/eval/injection, src/deep/injection_model.bin
     target/eval/venv/bin/python eval/injection/train.py --eval FILE.jsonl   # quick look
     target/eval/venv/bin/python eval/injection/train.py --loso [CORPUS_DIR]  # never-seen estimate
+    target/eval/venv/bin/python eval/injection/train.py --loso --sources=K   # trained on K others
 
 The venv needs numpy, scipy and scikit-learn. The features and the file format are read back
 by src/deep/model.rs; `features()` below and `Features` there must stay the same function
@@ -23,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import struct
 import sys
@@ -235,11 +237,13 @@ def read(path):
     return q * scale, b, t, ts
 
 
-def source_folds(docs):
+def source_folds(docs, keep=None):
     """Leave one attack source out: each fold tests one source's attacks, with a share of the
     benign groups, on a model trained on the other sources. Template-grouped folds let a
     source's other templates teach its style; these do not, so they estimate what a source the
-    project has never seen will meet."""
+    project has never seen will meet. With `keep`, each fold trains on the attacks of only
+    that many of the other sources (drawn at random, the same draw every run): how the
+    estimate grows with the number of sources says what more data would buy."""
     sources = sorted({d.source for d in docs if d.label == 1})
     benign_groups = sorted({d.group for d in docs if d.label == 0},
                            key=lambda g: hashlib.sha256(g.encode()).hexdigest())
@@ -249,7 +253,12 @@ def source_folds(docs):
         test = [i for i, d in enumerate(docs)
                 if (d.source == src if d.label == 1 else fold_of[d.group] == j)]
         held = set(test)
-        folds.append(([i for i in range(len(docs)) if i not in held], test))
+        train = [i for i in range(len(docs)) if i not in held]
+        if keep:
+            others = [s for s in sources if s != src]
+            chosen = set(random.Random(j).sample(others, min(keep, len(others))))
+            train = [i for i in train if docs[i].label == 0 or docs[i].source in chosen]
+        folds.append((train, test))
     return folds
 
 
@@ -290,7 +299,8 @@ def main():
     groups = np.array([d.group for d in docs])
     oof = np.zeros((len(docs), 2))
     loso = "--loso" in sys.argv
-    folds = source_folds(docs) if loso else list(GroupKFold(n_splits=5).split(docs, labels, groups))
+    keep = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--sources=")), None)
+    folds = source_folds(docs, keep) if loso else list(GroupKFold(n_splits=5).split(docs, labels, groups))
     for k, (tr, te) in enumerate(folds):
         w, b = fit([docs[i] for i in tr])
         q, scale = quantize(w)
