@@ -121,6 +121,7 @@ fn bench(c: &mut Criterion) {
         task_goal: String::new(),
         text: "output: a slow page".into(),
         content_at: 0,
+        has_lookalike_marks: false,
         charge: Default::default(),
     });
     let mut queued = 0;

@@ -425,6 +425,7 @@ mod tests {
             task_goal: "summarise the page".to_string(),
             text: text.to_string(),
             content_at: 0,
+            has_lookalike_marks: false,
             charge: Default::default(),
         })
     }

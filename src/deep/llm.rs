@@ -718,6 +718,7 @@ mod tests {
             task_goal: "summarise last week's orders".to_string(),
             text: text.to_string(),
             content_at: 0,
+            has_lookalike_marks: false,
             charge: Default::default(),
         })
     }

@@ -32,6 +32,9 @@ pub struct DeepInput {
     /// Where the text the agent reads starts in `text`: a tool result's output, after its
     /// arguments (the agent's own, judged when the call started); 0 for other events.
     pub content_at: usize,
+    /// The event's own text already held `[REDACTED:`, before the engine redacted anything:
+    /// a mark in `text` may then be the sender's words, not the engine's.
+    pub has_lookalike_marks: bool,
     /// The queue's byte budget, taken by the first of this event's jobs to be queued and
     /// given back when the last holder of the input lets it go: one event, one charge,
     /// however many rules read it.

@@ -432,6 +432,7 @@ mod tests {
             task_goal: String::new(),
             text: char::from(b'a' + n).to_string().repeat(MAX_INPUT_BYTES - 1),
             content_at: 0,
+            has_lookalike_marks: false,
             charge: Default::default(),
         })
     }

@@ -21,6 +21,7 @@ use crate::deep::pool::{FinishHook, JobResult, MAX_INPUT_BYTES, Submitted};
 use crate::deep::{DeepError, DeepInput, DeepRuleSpec, Verdict, VerdictKind};
 use crate::event::{Event, EventKind};
 use crate::policy::Policy;
+use crate::rules::REDACTION_MARK;
 use crate::session::Finding;
 
 #[derive(Debug, Default)]
@@ -393,8 +394,30 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
         tool_name: event.tool_name.clone(),
         task_goal: goal.to_string(),
         content_at: content_at.min(text.len()),
+        has_lookalike_marks: has_lookalike_marks(event),
         text,
         charge: Default::default(),
+    }
+}
+
+/// Whether the text the event arrived with, before any redaction, already holds something
+/// shaped like the engine's redaction mark. A reader that sets the engine's marks aside
+/// must not set aside the sender's: `[REDACTED:ignore-all-previous-instructions]` is an
+/// order in a mark's clothes.
+fn has_lookalike_marks(event: &Event) -> bool {
+    let holds = |t: &str| t.contains(REDACTION_MARK);
+    let holds_json =
+        |v: &Option<serde_json::Value>| v.as_ref().is_some_and(|v| holds(&v.to_string()));
+    match event.kind {
+        EventKind::ToolCallResult => holds(&event.output),
+        // The mark has no character JSON escapes, so the serialized tree holds it exactly
+        // when a string in it does.
+        EventKind::ToolCallStart => holds_json(&event.arguments),
+        EventKind::LlmBefore => {
+            event.messages.iter().any(|m| holds(&m.content))
+                || event.plan.iter().any(|p| holds_json(&p.arguments))
+        }
+        EventKind::LlmStreamChunk => false,
     }
 }
 

@@ -67,7 +67,7 @@ pub fn scan(
                 replacement: rule
                     .replacement
                     .clone()
-                    .unwrap_or_else(|| format!("[REDACTED:{kind}]")),
+                    .unwrap_or_else(|| crate::rules::redaction_mark(kind)),
             });
         }
     }

@@ -9,6 +9,15 @@ pub mod fast;
 pub mod spoof;
 pub mod validate;
 
+/// How the engine's own redaction marks open: `[REDACTED:<kind>]`, unless the rule sets its
+/// own replacement.
+pub const REDACTION_MARK: &str = "[REDACTED:";
+
+/// The engine's mark for a redacted span of `kind`.
+pub fn redaction_mark(kind: &str) -> String {
+    format!("{REDACTION_MARK}{kind}]")
+}
+
 use crate::decision::{Action, Effects, RiskLevel};
 use crate::event::{EventKind, FieldKind};
 
