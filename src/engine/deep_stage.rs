@@ -394,7 +394,7 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
         tool_name: event.tool_name.clone(),
         task_goal: goal.to_string(),
         content_at: content_at.min(text.len()),
-        has_lookalike_marks: has_lookalike_marks(event),
+        has_lookalike_marks: has_lookalike_marks(event, d, &text),
         text,
         charge: Default::default(),
     }
@@ -404,8 +404,12 @@ fn deep_input(event: &Event, d: &Decision, goal: &str) -> DeepInput {
 /// shaped like the engine's redaction mark. A reader that sets the engine's marks aside
 /// must not set aside the sender's: `[REDACTED:ignore-all-previous-instructions]` is an
 /// order in a mark's clothes.
-fn has_lookalike_marks(event: &Event) -> bool {
+fn has_lookalike_marks(event: &Event, d: &Decision, text: &str) -> bool {
     let holds = |t: &str| t.contains(REDACTION_MARK);
+    // Nothing redacted: every mark in the deep rules' text is the sender's.
+    if d.redactions.is_empty() {
+        return holds(text);
+    }
     let holds_json =
         |v: &Option<serde_json::Value>| v.as_ref().is_some_and(|v| holds(&v.to_string()));
     match event.kind {
